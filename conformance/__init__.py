@@ -1,0 +1,1 @@
+"""Conformance cases derived from spec clauses, run against any implementation."""

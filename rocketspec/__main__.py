@@ -1,0 +1,3 @@
+from rocketspec.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,86 @@
+"""Running CrossHair over the contracts (PEP 316 docstrings) of spec modules.
+
+CrossHair runs in a subprocess: it symbolically executes every function with a contract and reports, per
+condition line, a counterexample, a confirmation over all paths, or nothing found within the time given.
+Results are attributed to the registered oracle whose source holds the condition line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+
+import attrs
+
+_LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<level>error|info|warning): (?P<message>.*)$")
+
+
+@attrs.frozen
+class ConditionResult:
+    """What CrossHair said about one condition line."""
+
+    path: str
+    line: int
+    level: str
+    message: str
+
+    @property
+    def failed(self) -> bool:
+        return self.level == "error"
+
+    @property
+    def confirmed(self) -> bool:
+        return self.level == "info" and "Confirmed over all paths" in self.message
+
+
+@attrs.frozen
+class CrosshairRun:
+    """One ``crosshair check`` of one target."""
+
+    target: str
+    returncode: int
+    results: tuple[ConditionResult, ...]
+    stderr: str
+    seconds_per_condition: float
+
+    @property
+    def crashed(self) -> bool:
+        # 1 means counterexamples; anything else non-zero is CrossHair failing to run at all.
+        return self.returncode not in (0, 1)
+
+    def in_lines(self, path: str, first: int, last: int) -> tuple[ConditionResult, ...]:
+        real = os.path.realpath(path)
+        return tuple(
+            r for r in self.results if os.path.realpath(r.path) == real and first <= r.line <= last
+        )
+
+
+def run_crosshair(
+    target: str,
+    per_condition_timeout: float = 4.0,
+    extra_paths: Sequence[str] = (),
+    timeout: float = 900.0,
+) -> CrosshairRun:
+    """Run ``crosshair check --report_all`` on ``target`` (a module or ``module.function``)."""
+    env = dict(os.environ)
+    if extra_paths:
+        env["PYTHONPATH"] = os.pathsep.join([*extra_paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    cmd = [
+        sys.executable, "-m", "crosshair", "check", target,
+        "--report_all", f"--per_condition_timeout={per_condition_timeout}",
+    ]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return CrosshairRun(target, -1, (), f"crosshair did not finish within {timeout} s", per_condition_timeout)
+    results = []
+    for raw in proc.stdout.splitlines():
+        match = _LINE.match(raw.strip())
+        if match:
+            results.append(
+                ConditionResult(match["path"], int(match["line"]), match["level"], match["message"])
+            )
+    return CrosshairRun(target, proc.returncode, tuple(results), proc.stderr, per_condition_timeout)

@@ -1,0 +1,342 @@
+"""Protocol constants of RocketMQ 4.x: codes, names and tables, defined once.
+
+Everything here is a fact of the wire protocol or of RocketMQ's defaults (``shared/REFERENCE.md``, checked against
+``rocketmq-all-4.9.8``). The spec, the reference implementation, the conformance suite and the trace checker all
+import these names; nothing else in the project restates a code or a table.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class RequestCode(enum.IntEnum):
+    """Remoting request codes (``RequestCode.java``)."""
+
+    SEND_MESSAGE = 10
+    PULL_MESSAGE = 11
+    QUERY_CONSUMER_OFFSET = 14
+    UPDATE_CONSUMER_OFFSET = 15
+    UPDATE_AND_CREATE_TOPIC = 17
+    SEARCH_OFFSET_BY_TIMESTAMP = 29
+    GET_MAX_OFFSET = 30
+    GET_MIN_OFFSET = 31
+    VIEW_MESSAGE_BY_ID = 33
+    HEART_BEAT = 34
+    UNREGISTER_CLIENT = 35
+    CONSUMER_SEND_MSG_BACK = 36
+    END_TRANSACTION = 37
+    GET_CONSUMER_LIST_BY_GROUP = 38
+    CHECK_TRANSACTION_STATE = 39
+    NOTIFY_CONSUMER_IDS_CHANGED = 40
+    LOCK_BATCH_MQ = 41
+    UNLOCK_BATCH_MQ = 42
+    REGISTER_BROKER = 103
+    UNREGISTER_BROKER = 104
+    GET_ROUTEINFO_BY_TOPIC = 105
+    GET_BROKER_CLUSTER_INFO = 106
+    SEND_MESSAGE_V2 = 310
+    SEND_BATCH_MESSAGE = 320
+    QUERY_DATA_VERSION = 322
+    SEND_REPLY_MESSAGE = 324
+    SEND_REPLY_MESSAGE_V2 = 325
+
+
+class ResponseCode(enum.IntEnum):
+    """Remoting response codes (``ResponseCode.java`` and ``RemotingSysResponseCode.java``)."""
+
+    SUCCESS = 0
+    SYSTEM_ERROR = 1
+    SYSTEM_BUSY = 2
+    REQUEST_CODE_NOT_SUPPORTED = 3
+    TRANSACTION_FAILED = 4
+    FLUSH_DISK_TIMEOUT = 10
+    SLAVE_NOT_AVAILABLE = 11
+    FLUSH_SLAVE_TIMEOUT = 12
+    MESSAGE_ILLEGAL = 13
+    SERVICE_NOT_AVAILABLE = 14
+    VERSION_NOT_SUPPORTED = 15
+    NO_PERMISSION = 16
+    TOPIC_NOT_EXIST = 17
+    TOPIC_EXIST_ALREADY = 18
+    PULL_NOT_FOUND = 19
+    PULL_RETRY_IMMEDIATELY = 20
+    PULL_OFFSET_MOVED = 21
+    QUERY_NOT_FOUND = 22
+    SUBSCRIPTION_PARSE_FAILED = 23
+    SUBSCRIPTION_NOT_EXIST = 24
+    SUBSCRIPTION_NOT_LATEST = 25
+    SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    FILTER_DATA_NOT_EXIST = 27
+    FILTER_DATA_NOT_LATEST = 28
+    TRANSACTION_SHOULD_COMMIT = 200
+    TRANSACTION_SHOULD_ROLLBACK = 201
+    TRANSACTION_STATE_UNKNOW = 202
+    TRANSACTION_STATE_GROUP_WRONG = 203
+    NO_BUYER_ID = 204
+    NOT_IN_CURRENT_UNIT = 205
+    CONSUMER_NOT_ONLINE = 206
+    CONSUME_MSG_TIMEOUT = 207
+    NO_MESSAGE = 208
+    FLOW_CONTROL = 215
+
+
+class LanguageCode(enum.IntEnum):
+    """``language`` field of a remoting header (``LanguageCode.java``)."""
+
+    JAVA = 0
+    CPP = 1
+    DOTNET = 2
+    PYTHON = 3
+    DELPHI = 4
+    ERLANG = 5
+    RUBY = 6
+    OTHER = 7
+    HTTP = 8
+    GO = 9
+    PHP = 10
+    OMS = 11
+    RUST = 12
+
+
+class SerializeType(enum.IntEnum):
+    """High byte of a frame's mark word."""
+
+    JSON = 0
+    ROCKETMQ = 1
+
+
+# Remoting frame facts.
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+RPC_RESPONSE_FLAG = 0x1
+RPC_ONEWAY_FLAG = 0x2
+
+# MQVersion ordinals that servers compare against.
+VERSION_V3_0_11 = 37
+VERSION_V3_4_9 = 121
+VERSION_V4_9_0 = 393
+VERSION_V4_9_4 = 401
+VERSION_V4_9_8 = 409
+
+
+class CommunicationMode(enum.Enum):
+    """How a producer sends: the mode decides the number of attempts (``CommunicationMode.java``)."""
+
+    SYNC = "SYNC"
+    ASYNC = "ASYNC"
+    ONEWAY = "ONEWAY"
+
+
+class SendStatus(enum.Enum):
+    """Outcome a producer reports for a message the broker accepted (``SendStatus.java``)."""
+
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+
+class GetMessageStatus(enum.Enum):
+    """Status of the store's getMessage (``GetMessageStatus.java``)."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+class PullStatus(enum.Enum):
+    """Client-side pull result (``PullStatus.java``)."""
+
+    FOUND = "FOUND"
+    NO_NEW_MSG = "NO_NEW_MSG"
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+class ConsumeFromWhere(enum.Enum):
+    """Where a consumer group with no stored offset starts (``ConsumeFromWhere.java``, non-deprecated values)."""
+
+    CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"
+    CONSUME_FROM_FIRST_OFFSET = "CONSUME_FROM_FIRST_OFFSET"
+    CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
+
+
+class MessageModel(enum.Enum):
+    """Clustering shares a group's queues; broadcasting gives every consumer every queue."""
+
+    CLUSTERING = "CLUSTERING"
+    BROADCASTING = "BROADCASTING"
+
+
+class ConsumeType(enum.Enum):
+    CONSUME_ACTIVELY = "CONSUME_ACTIVELY"
+    CONSUME_PASSIVELY = "CONSUME_PASSIVELY"
+
+
+class ConsumeStatus(enum.Enum):
+    """What a listener returns (concurrent consumption)."""
+
+    CONSUME_SUCCESS = "CONSUME_SUCCESS"
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class TransactionState(enum.Enum):
+    """A producer's answer about a local transaction (``LocalTransactionState.java``)."""
+
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOW = "UNKNOW"
+
+
+# END_TRANSACTION commitOrRollback values (MessageSysFlag).
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+
+# Stored message sysFlag bits (MessageSysFlag).
+SYSFLAG_COMPRESSED = 0x1
+SYSFLAG_MULTI_TAGS = 0x2
+SYSFLAG_TRANSACTION_MASK = 0xC
+SYSFLAG_BORNHOST_V6 = 0x10
+SYSFLAG_STOREHOST_V6 = 0x20
+SYSFLAG_INNER_BATCH = 0x80
+
+# Pull request sysFlag bits (PullSysFlag).
+PULL_FLAG_COMMIT_OFFSET = 0x1
+PULL_FLAG_SUSPEND = 0x2
+PULL_FLAG_SUBSCRIPTION = 0x4
+PULL_FLAG_CLASS_FILTER = 0x8
+PULL_FLAG_LITE_PULL = 0x10
+
+# Topic permission bits (PermName).
+PERM_PRIORITY = 0x8
+PERM_READ = 0x4
+PERM_WRITE = 0x2
+PERM_INHERIT = 0x1
+DEFAULT_PERM = PERM_READ | PERM_WRITE
+
+# Topic and group names.
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRANS_SYS_GROUP = "CID_RMQ_SYS_TRANS"
+TRANS_OP_REMOVE_TAG = "d"
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+
+
+class Property:
+    """Message property names (``MessageConst.java``)."""
+
+    KEYS = "KEYS"
+    TAGS = "TAGS"
+    WAIT_STORE_MSG_OK = "WAIT"
+    DELAY_TIME_LEVEL = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QUEUE_ID = "REAL_QID"
+    TRANSACTION_PREPARED = "TRAN_MSG"
+    PRODUCER_GROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    UNIQ_CLIENT_MESSAGE_ID_KEYIDX = "UNIQ_KEY"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    CONSUME_START_TIME = "CONSUME_START_TIME"
+    TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    CLUSTER = "CLUSTER"
+
+
+# Message property encoding: name\x01value pairs joined by \x02.
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+# Stored message layout (MessageDecoder).
+MESSAGE_MAGIC_CODE = 0xDAA320A7
+CONSUME_QUEUE_ENTRY_BYTES = 20
+
+# Delay levels 1..18 of ScheduleMessageService, in milliseconds (index 0 is level 1).
+DELAY_LEVEL_NAMES: tuple[str, ...] = (
+    "1s", "5s", "10s", "30s", "1m", "2m", "3m", "4m", "5m", "6m", "7m", "8m", "9m", "10m", "20m", "30m", "1h", "2h",
+)
+DELAY_LEVEL_MILLIS: tuple[int, ...] = (
+    1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000, 420_000, 480_000, 540_000,
+    600_000, 1_200_000, 1_800_000, 3_600_000, 7_200_000,
+)
+MAX_DELAY_LEVEL = len(DELAY_LEVEL_MILLIS)
+
+# Latency fault tolerance table of MQFaultStrategy.
+LATENCY_MAX_MS: tuple[int, ...] = (50, 100, 550, 1000, 2000, 3000, 15000)
+NOT_AVAILABLE_DURATION_MS: tuple[int, ...] = (0, 0, 30000, 60000, 120000, 180000, 600000)
+FAILED_CALL_LATENCY_MS = 30000
+
+# Producer defaults (DefaultMQProducer).
+DEFAULT_SEND_MSG_TIMEOUT_MS = 3000
+DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED = 2
+DEFAULT_RETRY_TIMES_WHEN_SEND_ASYNC_FAILED = 2
+COMPRESS_MSG_BODY_OVER_BYTES = 4096
+
+# Consumer defaults (DefaultMQPushConsumer, RebalanceImpl, ProcessQueue).
+DEFAULT_MAX_RECONSUME_TIMES = 16
+REBALANCE_INTERVAL_MS = 20_000
+PULL_MAX_IDLE_MS = 120_000
+CLIENT_LOCK_EXPIRY_MS = 30_000
+CLIENT_LOCK_RENEW_MS = 20_000
+BROKER_LOCK_EXPIRY_MS = 60_000
+PERSIST_CONSUMER_OFFSET_INTERVAL_MS = 5_000
+PULL_THRESHOLD_FOR_QUEUE = 1000
+PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB = 100
+CONSUME_CONCURRENTLY_MAX_SPAN = 2000
+PULL_TIME_DELAY_MS_WHEN_FLOW_CONTROL = 50
+PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL = 20
+PULL_TIME_DELAY_MS_WHEN_EXCEPTION = 3000
+OFFSET_ILLEGAL_REMOVE_DELAY_MS = 10_000
+CONSUME_TIMESTAMP_DEFAULT_LAG_MS = 30 * 60 * 1000
+SEND_BACK_LOCAL_RETRY_DELAY_MS = 5_000
+UNLOCK_DELAY_MS_WHEN_CACHED = 20_000
+
+# Broker transaction defaults (BrokerConfig).
+TRANSACTION_CHECK_INTERVAL_MS = 60_000
+TRANSACTION_TIMEOUT_MS = 6_000
+TRANSACTION_CHECK_MAX = 15
+TRANSACTION_OP_BATCH = 32
+TRANSACTION_MAX_PROCESS_TIME_MS = 60_000
+FILE_RESERVED_TIME_HOURS = 72
+
+# Name server.
+BROKER_REGISTER_INTERVAL_MS = 30_000
+BROKER_CHANNEL_EXPIRED_MS = 120_000
+NAMESRV_SCAN_INTERVAL_MS = 10_000
+
+# Store limits of getMessage batches.
+MAX_TRANSFER_BYTES_ON_MESSAGE_IN_MEMORY = 256 * 1024
+MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY = 32
+MAX_TRANSFER_BYTES_ON_MESSAGE_IN_DISK = 64 * 1024
+MAX_TRANSFER_COUNT_ON_MESSAGE_IN_DISK = 8
+
+
+def retry_topic(group: str) -> str:
+    """The retry topic of a consumer group."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """The dead-letter topic of a consumer group."""
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_retry_topic(topic: str) -> bool:
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)

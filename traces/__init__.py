@@ -1,0 +1,1 @@
+"""Trace schema, recording, generation and Spark invariant checks."""
