@@ -1,0 +1,155 @@
+"""The ``rocketspec`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rocketspec import __version__
+from rocketspec.spec import AREAS
+
+
+class UsageError(Exception):
+    """Bad input from the command line: reported in one line, exit status 2."""
+
+
+def _areas(names: Sequence[str]) -> list[str]:
+    unknown = [n for n in names if n not in AREAS]
+    if unknown:
+        raise UsageError(f"unknown area(s) {', '.join(unknown)}; areas are: {', '.join(AREAS)}")
+    return list(dict.fromkeys(names)) or list(AREAS)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def cmd_spec_check(args: argparse.Namespace) -> int:
+    from rocketspec.speccheck import check_areas, format_report
+
+    areas = _areas(args.areas)
+    if not args.no_crosshair and importlib.util.find_spec("crosshair") is None:
+        raise UsageError("CrossHair is not installed: pip install 'rocketspec[check]', or pass --no-crosshair")
+    if args.report is not None:
+        parent = Path(args.report).resolve().parent
+        if not parent.is_dir():
+            raise UsageError(f"cannot write the report: {parent} is not a directory")
+    reports = check_areas(
+        areas,
+        crosshair=not args.no_crosshair,
+        explorer=not args.no_explore,
+        per_condition_timeout=args.crosshair_timeout,
+        max_states=args.max_states,
+        jobs=args.jobs,
+    )
+    ok = all(r.ok for r in reports)
+    document = {"ok": ok, "areas": [r.to_json() for r in reports]}
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        for report in reports:
+            print(format_report(report))
+            print()
+        clauses = sum(len(r.clauses) for r in reports)
+        failed = sum(not c.ok for r in reports for c in r.clauses)
+        states = sum(r.exploration.states for r in reports if r.exploration is not None)
+        verdict = "all pass" if ok else f"{failed} clause(s) FAILED"
+        print(f"{len(reports)} area(s), {clauses} clauses, {states} states explored: {verdict}")
+    if args.report is not None:
+        Path(args.report).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return 0 if ok else 1
+
+
+def cmd_spec_clauses(args: argparse.Namespace) -> int:
+    from rocketspec.speccheck import clause_listing, format_table
+
+    listing = clause_listing(_areas(args.areas))
+    if args.json:
+        print(json.dumps(listing, indent=2, ensure_ascii=False))
+        return 0
+    rows = [
+        [str(c["id"]), str(c["statement"]), str(c["source"]), ", ".join(c["checks"]) or "-"]  # type: ignore[arg-type]
+        for c in listing
+    ]
+    print(format_table(rows, ["clause", "statement", "source", "checks"]))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rocketspec",
+        description="Executable, formally checked specification of Apache RocketMQ 4.x client/broker protocols.",
+    )
+    parser.add_argument("--version", action="version", version=f"rocketspec {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    spec = commands.add_parser("spec", help="check or list the specification", description="The specification.")
+    spec_commands = spec.add_subparsers(dest="spec_command", metavar="SPEC_COMMAND")
+    spec_commands.required = True
+
+    check = spec_commands.add_parser(
+        "check",
+        help="run CrossHair and the bounded explorer; print a table per clause",
+        description=(
+            "Check every contract with CrossHair and every invariant by bounded exhaustive exploration, then "
+            "print, per area, a table: clause, checked by, result, states explored. Exit 1 if any clause fails."
+        ),
+    )
+    check.add_argument("areas", nargs="*", metavar="AREA", help=f"areas to check (default all: {', '.join(AREAS)})")
+    check.add_argument("--crosshair-timeout", type=_positive_float, default=4.0, metavar="SECONDS",
+                       help="CrossHair's time per condition (default 4)")
+    check.add_argument("--max-states", type=_positive_int, default=2_000_000, metavar="N",
+                       help="stop exploring an area after N states; an incomplete exploration fails (default 2000000)")
+    check.add_argument("--jobs", type=_positive_int, default=2, metavar="N",
+                       help="CrossHair processes at once (default 2)")
+    check.add_argument("--no-crosshair", action="store_true", help="skip CrossHair")
+    check.add_argument("--no-explore", action="store_true", help="skip the bounded explorer")
+    check.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
+    check.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
+    check.set_defaults(handler=cmd_spec_check)
+
+    clauses = spec_commands.add_parser(
+        "clauses",
+        help="list every clause with its statement, source and checks",
+        description="List every clause of the spec with its statement, its source and the checks that cover it.",
+    )
+    clauses.add_argument("areas", nargs="*", metavar="AREA", help="areas to list (default all)")
+    clauses.add_argument("--json", action="store_true", help="print JSON")
+    clauses.set_defaults(handler=cmd_spec_clauses)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except UsageError as exc:
+        print(f"rocketspec: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rocketspec: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1

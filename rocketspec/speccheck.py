@@ -1,0 +1,303 @@
+"""``rocketspec spec check``: CrossHair on every contract and the bounded explorer on every machine, per clause.
+
+For each area the CrossHair run (a subprocess) and the exhaustive exploration (in process) are attributed to the
+clauses they check. A clause passes when at least one check covers it and none of its checks failed; a clause
+that nothing checks is a failure too, so the clause table cannot drift away from the checks.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from types import ModuleType
+
+import attrs
+
+from rocketspec.contracts import CrosshairRun, run_crosshair
+from rocketspec.spec import AREAS, area_module
+from rocketspec.spec.clauses import Clause, ClauseTable, Oracle
+from rocketspec.spec.explorer import Exploration, Invariant, StepInvariant, explore
+
+PASS = "pass"
+FAIL = "FAIL"
+UNCHECKED = "FAIL (no check)"
+
+# Per-oracle CrossHair verdicts.
+CONFIRMED = "confirmed"
+NO_COUNTEREXAMPLE = "no counterexample"
+COUNTEREXAMPLE = "counterexample"
+NO_CONTRACT = "no contract"
+CROSSHAIR_BROKE = "crosshair failed"
+
+
+@attrs.frozen
+class Check:
+    """One check of one clause: ``kind`` is ``crosshair`` or ``explore``, ``name`` the oracle or invariant."""
+
+    kind: str
+    name: str
+    verdict: str
+    failed: bool
+    detail: str = ""
+
+    def label(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+@attrs.frozen
+class ClauseResult:
+    clause: Clause
+    checks: tuple[Check, ...]
+    states: int | None
+
+    @property
+    def result(self) -> str:
+        counted = [c for c in self.checks if c.verdict != NO_CONTRACT]
+        if not counted:
+            return UNCHECKED
+        return FAIL if any(c.failed for c in counted) else PASS
+
+    @property
+    def ok(self) -> bool:
+        return self.result == PASS
+
+
+@attrs.frozen
+class AreaReport:
+    area: str
+    clauses: tuple[ClauseResult, ...]
+    exploration: Exploration | None
+    crosshair: CrosshairRun | None
+    unattributed: tuple[str, ...]
+    explore_seconds: float
+
+    @property
+    def ok(self) -> bool:
+        exploration_ok = self.exploration is None or self.exploration.ok
+        return exploration_ok and not self.unattributed and all(c.ok for c in self.clauses)
+
+    def to_json(self) -> dict[str, object]:
+        ex = self.exploration
+        return {
+            "area": self.area,
+            "ok": self.ok,
+            "exploration": None if ex is None else {
+                "bounds": ex.bounds,
+                "states": ex.states,
+                "transitions": ex.transitions,
+                "depth": ex.depth,
+                "complete": ex.complete,
+                "seconds": round(self.explore_seconds, 3),
+                "counterexamples": [v.describe() for v in ex.violations],
+            },
+            "crosshair": None if self.crosshair is None else {
+                "returncode": self.crosshair.returncode,
+                "per_condition_timeout": self.crosshair.seconds_per_condition,
+                "conditions": len(self.crosshair.results),
+                "confirmed": sum(r.confirmed for r in self.crosshair.results),
+                "counterexamples": [f"{r.path}:{r.line}: {r.message}" for r in self.crosshair.results if r.failed],
+            },
+            "unattributed": list(self.unattributed),
+            "clauses": [
+                {
+                    "id": c.clause.id,
+                    "result": c.result,
+                    "states": c.states,
+                    "checks": [
+                        {"check": k.label(), "verdict": k.verdict, **({"detail": k.detail} if k.detail else {})}
+                        for k in c.checks
+                    ],
+                }
+                for c in self.clauses
+            ],
+        }
+
+
+def clause_table(module: ModuleType) -> ClauseTable:
+    table = module.CLAUSES
+    if not isinstance(table, ClauseTable):
+        raise TypeError(f"{module.__name__}.CLAUSES is not a ClauseTable")
+    return table
+
+
+def invariants_of(module: ModuleType) -> tuple[Invariant | StepInvariant, ...]:
+    return (*module.INVARIANTS, *getattr(module, "STEP_INVARIANTS", ()))
+
+
+def _oracle_lines(oracle: Oracle) -> tuple[str, int, int]:
+    function = inspect.unwrap(oracle.function)
+    path = inspect.getsourcefile(function) or ""
+    lines, first = inspect.getsourcelines(function)
+    return path, first, first + len(lines) - 1
+
+
+def crosshair_checks(table: ClauseTable, run: CrosshairRun) -> tuple[dict[str, Check], tuple[str, ...]]:
+    """CrossHair's verdict per oracle, and any reported condition that lies in no registered oracle."""
+    checks: dict[str, Check] = {}
+    attributed: set[tuple[str, int]] = set()
+    for oracle in table.oracles:
+        if run.crashed:
+            tail = run.stderr.strip().splitlines()[-1:] or ["no output"]
+            checks[oracle.name] = Check("crosshair", oracle.name, CROSSHAIR_BROKE, True, tail[0])
+            continue
+        path, first, last = _oracle_lines(oracle)
+        results = run.in_lines(path, first, last)
+        attributed.update((r.path, r.line) for r in results)
+        if any(r.failed for r in results):
+            detail = "; ".join(r.message for r in results if r.failed)
+            checks[oracle.name] = Check("crosshair", oracle.name, COUNTEREXAMPLE, True, detail)
+        elif not results:
+            checks[oracle.name] = Check("crosshair", oracle.name, NO_CONTRACT, False)
+        elif all(r.confirmed for r in results):
+            checks[oracle.name] = Check("crosshair", oracle.name, CONFIRMED, False)
+        else:
+            checks[oracle.name] = Check("crosshair", oracle.name, NO_COUNTEREXAMPLE, False)
+    stray = tuple(
+        f"{r.path}:{r.line}: {r.message}"
+        for r in run.results
+        if r.failed and (r.path, r.line) not in attributed
+    )
+    return checks, stray
+
+
+def explore_checks(module: ModuleType, exploration: Exploration) -> dict[str, Check]:
+    failures = {v.invariant: v for v in exploration.violations}
+    checks: dict[str, Check] = {}
+    for inv in invariants_of(module):
+        violation = failures.get(inv.name)
+        if violation is not None:
+            checks[inv.name] = Check("explore", inv.name, "counterexample", True, violation.describe())
+        elif not exploration.complete:
+            checks[inv.name] = Check("explore", inv.name, "incomplete", True, "state bound reached")
+        else:
+            checks[inv.name] = Check("explore", inv.name, "holds", False)
+    return checks
+
+
+def build_report(
+    area: str,
+    module: ModuleType,
+    exploration: Exploration | None,
+    run: CrosshairRun | None,
+    explore_seconds: float,
+) -> AreaReport:
+    table = clause_table(module)
+    oracle_checks, stray = crosshair_checks(table, run) if run is not None else ({}, ())
+    inv_checks = explore_checks(module, exploration) if exploration is not None else {}
+    step_raised = None
+    if exploration is not None:
+        step_raised = next((v for v in exploration.violations if v.invariant == "step raised"), None)
+    results = []
+    for clause in table.clauses:
+        checks: list[Check] = []
+        for oracle in table.oracles:
+            if clause.id in oracle.clauses and oracle.name in oracle_checks:
+                checks.append(oracle_checks[oracle.name])
+        cited_by_invariant = False
+        for inv in invariants_of(module):
+            if clause.id in inv.clauses:
+                cited_by_invariant = True
+                if inv.name in inv_checks:
+                    checks.append(inv_checks[inv.name])
+        if step_raised is not None and clause.id in step_raised.clauses:
+            checks.append(Check("explore", "step raised", "counterexample", True, step_raised.describe()))
+        states = exploration.states if (exploration is not None and cited_by_invariant) else None
+        results.append(ClauseResult(clause, tuple(checks), states))
+    return AreaReport(area, tuple(results), exploration, run, stray, explore_seconds)
+
+
+def check_areas(
+    areas: Sequence[str] = AREAS,
+    *,
+    crosshair: bool = True,
+    explorer: bool = True,
+    per_condition_timeout: float = 4.0,
+    max_states: int = 2_000_000,
+    jobs: int = 2,
+) -> list[AreaReport]:
+    """Run CrossHair (in ``jobs`` parallel subprocesses) and the explorer over ``areas``."""
+    modules = {area: area_module(area) for area in areas}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        runs: dict[str, Future[CrosshairRun]] = {}
+        if crosshair:
+            for area in areas:
+                runs[area] = pool.submit(run_crosshair, modules[area].__name__, per_condition_timeout)
+        explorations: dict[str, tuple[Exploration | None, float]] = {}
+        for area in areas:
+            if explorer:
+                started = time.perf_counter()
+                exploration = explore(modules[area].model(), max_states=max_states)
+                explorations[area] = (exploration, time.perf_counter() - started)
+            else:
+                explorations[area] = (None, 0.0)
+        reports = []
+        for area in areas:
+            run = runs[area].result() if area in runs else None
+            exploration, seconds = explorations[area]
+            reports.append(build_report(area, modules[area], exploration, run, seconds))
+    return reports
+
+
+def clause_listing(areas: Sequence[str] = AREAS) -> list[dict[str, object]]:
+    """Every clause with its statement, source, versions and the checks that cover it."""
+    listing: list[dict[str, object]] = []
+    for area in areas:
+        module = area_module(area)
+        table = clause_table(module)
+        for clause in table.clauses:
+            checks = [f"crosshair:{o.name}" for o in table.oracles if clause.id in o.clauses]
+            checks += [f"explore:{i.name}" for i in invariants_of(module) if clause.id in i.clauses]
+            listing.append(
+                {
+                    "id": clause.id,
+                    "area": area,
+                    "statement": clause.statement,
+                    "source": clause.source,
+                    "versions": clause.versions,
+                    "checks": checks,
+                }
+            )
+    return listing
+
+
+def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    out = [line, "  ".join("-" * w for w in widths)]
+    out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return "\n".join(out)
+
+
+def format_report(report: AreaReport, show_counterexamples: bool = True) -> str:
+    ex = report.exploration
+    head = f"== {report.area}: {len(report.clauses)} clauses"
+    if ex is not None:
+        head += (
+            f", explored {ex.states} states / {ex.transitions} transitions (depth {ex.depth}) "
+            f"in {report.explore_seconds:.1f} s [{ex.bounds}]"
+        )
+        if not ex.complete:
+            head += " INCOMPLETE: state bound reached"
+    if report.crosshair is not None:
+        run = report.crosshair
+        confirmed = sum(r.confirmed for r in run.results)
+        head += f"; crosshair {confirmed}/{len(run.results)} conditions confirmed over all paths"
+    rows = []
+    for c in report.clauses:
+        checked = ", ".join(f"{k.label()}({k.verdict})" for k in c.checks) or "-"
+        rows.append([c.clause.id, checked, c.result, "-" if c.states is None else str(c.states)])
+    parts = [head, format_table(rows, ["clause", "checked by", "result", "states explored"])]
+    for stray in report.unattributed:
+        parts.append(f"  counterexample outside any registered oracle: {stray}")
+    if report.crosshair is not None and report.crosshair.crashed:
+        parts.append(f"  crosshair did not run: {report.crosshair.stderr.strip()[-2000:]}")
+    if show_counterexamples:
+        seen: set[str] = set()
+        for c in report.clauses:
+            for k in c.checks:
+                if k.failed and k.detail and k.label() not in seen:
+                    seen.add(k.label())
+                    parts.append(f"  {k.label()}: {k.detail}")
+    return "\n".join(parts)

@@ -1,0 +1,80 @@
+"""The ``rocketspec`` command line: help everywhere, clear errors, the clause listing and the full check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocketspec.cli import main
+from rocketspec.spec import AREAS
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["spec", "--help"], ["spec", "check", "--help"],
+                                  ["spec", "clauses", "--help"]])
+def test_help_everywhere(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 0
+    assert "usage: rocketspec" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["spec", "check", "nonsense"], "unknown area(s) nonsense"),
+        (["spec", "clauses", "pull", "--json"], "unknown area(s) pull"),
+        (["spec", "check", "--report", "/nonexistent-dir/x.json", "pull_correction"], "not a directory"),
+    ],
+)
+def test_bad_input_is_a_clear_error(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["spec", "check", "--crosshair-timeout", "-1"], ["spec", "check", "--jobs", "x"],
+                                  ["bogus"], []])
+def test_bad_options_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_clauses_json_lists_every_clause(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["spec", "clauses", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert {c["area"] for c in listing} == set(AREAS)
+    ids = [c["id"] for c in listing]
+    assert len(ids) == len(set(ids))
+    for clause in listing:
+        assert clause["statement"] and clause["source"], clause
+        assert clause["checks"], f"{clause['id']} is checked by nothing"
+
+
+def test_full_check_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The command the README's main job runs: CrossHair and the explorer over all six areas."""
+    report = tmp_path / "report.json"
+    code = main(["spec", "check", "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "states explored: all pass" in out
+    for area in AREAS:
+        assert f"== {area}: " in out
+    document = json.loads(report.read_text())
+    assert document["ok"] and [a["area"] for a in document["areas"]] == list(AREAS)
+    for area in document["areas"]:
+        assert area["exploration"]["complete"] and area["exploration"]["states"] > 0
+        assert area["crosshair"]["conditions"] > 0 and not area["crosshair"]["counterexamples"]
+
+
+def test_console_script_is_installed() -> None:
+    exe = shutil.which("rocketspec") or str(Path(sys.executable).parent / "rocketspec")
+    proc = subprocess.run([exe, "spec", "clauses", "send_retry"], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "SEND-1" in proc.stdout
