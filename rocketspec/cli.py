@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rocketspec import __version__
-from rocketspec.spec import AREAS
+from rocketspec.spec import AREAS, area_module
 
 
 class UsageError(Exception):
@@ -95,6 +95,22 @@ def cmd_spec_clauses(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spec_oracles(args: argparse.Namespace) -> int:
+    from rocketspec.speccheck import clause_table, format_table, oracle_reference
+
+    areas = _areas(args.areas)
+    if args.markdown:
+        print(oracle_reference(areas))
+        return 0
+    rows = [
+        [area, oracle.name, ", ".join(oracle.clauses)]
+        for area in areas
+        for oracle in clause_table(area_module(area)).oracles
+    ]
+    print(format_table(rows, ["area", "oracle", "clauses"]))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketspec",
@@ -137,6 +153,15 @@ def build_parser() -> argparse.ArgumentParser:
     clauses.add_argument("areas", nargs="*", metavar="AREA", help="areas to list (default all)")
     clauses.add_argument("--json", action="store_true", help="print JSON")
     clauses.set_defaults(handler=cmd_spec_clauses)
+
+    oracles = spec_commands.add_parser(
+        "oracles",
+        help="list the oracle functions (the normative decisions others can call)",
+        description="List every oracle function with the clauses it decides; --markdown for the full reference.",
+    )
+    oracles.add_argument("areas", nargs="*", metavar="AREA", help="areas to list (default all)")
+    oracles.add_argument("--markdown", action="store_true", help="print the Markdown reference (docs/oracles.md)")
+    oracles.set_defaults(handler=cmd_spec_oracles)
     return parser
 
 

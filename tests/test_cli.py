@@ -15,7 +15,7 @@ from rocketspec.spec import AREAS
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["spec", "--help"], ["spec", "check", "--help"],
-                                  ["spec", "clauses", "--help"]])
+                                  ["spec", "clauses", "--help"], ["spec", "oracles", "--help"]])
 def test_help_everywhere(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
@@ -78,3 +78,11 @@ def test_console_script_is_installed() -> None:
     proc = subprocess.run([exe, "spec", "clauses", "send_retry"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "SEND-1" in proc.stdout
+
+
+def test_oracle_reference_is_current(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/oracles.md is generated from the registry; regenerate it with `rocketspec spec oracles --markdown`."""
+    assert main(["spec", "oracles", "--markdown"]) == 0
+    generated = capsys.readouterr().out
+    committed = (Path(__file__).parent.parent / "docs" / "oracles.md").read_text(encoding="utf-8")
+    assert committed == generated, "docs/oracles.md is stale: rocketspec spec oracles --markdown > docs/oracles.md"

@@ -1,0 +1,69 @@
+"""Every area module follows the contract of docs/spec-authoring.md."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import attrs
+import pytest
+
+from rocketspec.spec import AREAS, area_module
+from rocketspec.spec.clauses import ClauseTable
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+
+PREFIXES = {
+    "send_retry": "SEND",
+    "rebalance": "REB",
+    "offset_commit": "OFF",
+    "pull_correction": "PULL",
+    "transaction_check": "TXN",
+    "consume_retry": "RETRY",
+}
+TESTS = Path(__file__).parent
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_area_module_shape(area: str) -> None:
+    module = area_module(area)
+    table = module.CLAUSES
+    assert isinstance(table, ClauseTable)
+    assert table.area == area and table.prefix == PREFIXES[area]
+    numbers = [int(re.match(r"[A-Z]+-(\d+)", c.id).group(1)) for c in table.clauses]  # type: ignore[union-attr]
+    assert numbers == list(range(1, len(numbers) + 1)), "clause IDs are numbered from 1 without gaps"
+    for clause in table.clauses:
+        assert "\n" not in clause.statement and clause.statement.strip()
+        assert clause.source.strip()
+    assert callable(module.enabled) and callable(module.step)
+    registered = {o.function for o in table.oracles}
+    assert module.step in registered and module.enabled in registered
+    invariants = (*module.INVARIANTS, *getattr(module, "STEP_INVARIANTS", ()))
+    assert invariants
+    for inv in invariants:
+        assert isinstance(inv, Invariant | StepInvariant)
+        table.require(inv.clauses)
+    model = module.model()
+    assert isinstance(model, Model) and model.area == area and model.bounds
+    for state in model.initial:
+        assert attrs.has(type(state)) and hash(state) is not None
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_every_clause_is_checked_and_every_oracle_documented(area: str) -> None:
+    module = area_module(area)
+    table = module.CLAUSES
+    invariants = (*module.INVARIANTS, *getattr(module, "STEP_INVARIANTS", ()))
+    cited = {c for o in table.oracles for c in o.clauses} | {c for i in invariants for c in i.clauses}
+    assert set(table.ids) <= cited, f"unchecked clauses: {sorted(set(table.ids) - cited)}"
+    for oracle in table.oracles:
+        doc = inspect.getdoc(oracle.function) or ""
+        for clause_id in oracle.clauses:
+            assert clause_id in doc, f"{oracle.name} is registered for {clause_id} but its docstring does not cite it"
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_every_oracle_is_exercised_by_the_area_tests(area: str) -> None:
+    source = (TESTS / f"test_spec_{area}.py").read_text(encoding="utf-8")
+    missing = [o.name for o in area_module(area).CLAUSES.oracles if o.name not in source]
+    assert not missing, f"oracles with no test in test_spec_{area}.py: {missing}"
