@@ -302,7 +302,9 @@ def format_report(report: AreaReport, show_counterexamples: bool = True) -> str:
         head += f"; crosshair {confirmed}/{len(run.results)} conditions confirmed over all paths"
     rows = []
     for c in report.clauses:
-        checked = ", ".join(f"{k.label()}({k.verdict})" for k in c.checks) or "-"
+        # An oracle without a contract checks nothing; it stays in the JSON report but not in the table.
+        shown = [k for k in c.checks if k.verdict != NO_CONTRACT]
+        checked = ", ".join(f"{k.label()}({k.verdict})" for k in shown) or "-"
         rows.append([c.clause.id, checked, c.result, "-" if c.states is None else str(c.states)])
     parts = [head, format_table(rows, ["clause", "checked by", "result", "states explored"])]
     for stray in report.unattributed:
