@@ -425,6 +425,22 @@ def _nothing(code: ResponseCode, target: Target = Target.NONE) -> SendBackResult
     return SendBackResult(code, target)
 
 
+def _max_reconsume_times(
+    header_max: int | None, request_version: int, group_max: int, profile: VersionProfile,
+    missing_header_fails_before: str,
+) -> int | None:
+    """The reconsume limit a broker applies (RETRY-6): the header's from clients of V3_4_9 on, else the group's.
+
+    None when a new client's header lacks it and the release unboxes the missing Integer (the
+    NullPointerException becomes a SYSTEM_ERROR answer); later releases fall back to the group's limit.
+    """
+    if request_version < VERSION_V3_4_9:
+        return group_max
+    if header_max is not None:
+        return header_max
+    return None if not profile.at_least(missing_header_fails_before) else group_max
+
+
 @CLAUSES.oracle("RETRY-4", "RETRY-5", "RETRY-6", "RETRY-7", "RETRY-8", "RETRY-9")
 def consumer_send_back(
     reconsume_times: int,
@@ -475,13 +491,11 @@ def consumer_send_back(
         return _nothing(ResponseCode.NO_PERMISSION)
     if not message_found:
         return _nothing(ResponseCode.SYSTEM_ERROR)
-    max_times = group_retry_max_times
-    if request_version >= VERSION_V3_4_9:
-        if header_max_reconsume_times is not None:
-            max_times = header_max_reconsume_times
-        elif not profile.at_least("4.9.1"):
-            # 4.9.0 unboxes the missing Integer: the NullPointerException becomes a SYSTEM_ERROR answer.
-            return _nothing(ResponseCode.SYSTEM_ERROR)
+    max_times = _max_reconsume_times(
+        header_max_reconsume_times, request_version, group_retry_max_times, profile, missing_header_fails_before="4.9.1"
+    )
+    if max_times is None:
+        return _nothing(ResponseCode.SYSTEM_ERROR)
     if not put_ok:
         return _nothing(ResponseCode.SYSTEM_ERROR)
     if reconsume_times >= max_times or delay_level < 0:
@@ -546,12 +560,11 @@ def retry_topic_send(
     """  # noqa: E501
     if not group_known:
         return _nothing(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST)
-    max_times = group_retry_max_times
-    if request_version >= VERSION_V3_4_9:
-        if header_max_reconsume_times is not None:
-            max_times = header_max_reconsume_times
-        elif not profile.at_least("4.9.3"):
-            return _nothing(ResponseCode.SYSTEM_ERROR)
+    max_times = _max_reconsume_times(
+        header_max_reconsume_times, request_version, group_retry_max_times, profile, missing_header_fails_before="4.9.3"
+    )
+    if max_times is None:
+        return _nothing(ResponseCode.SYSTEM_ERROR)
     times = 0 if header_reconsume_times is None else header_reconsume_times
     level = effective_delay_level(delay_level)
     if times >= max_times:
