@@ -31,7 +31,7 @@ import itertools
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     DEFAULT_CONSUME_TIMEOUT_MINUTES,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -1022,6 +1022,7 @@ def step(state: RetryState, action: Action) -> RetryState:
     :func:`client_retry_message` itself, handled by :func:`retry_topic_send` (RETRY-16); when that fails too
     the message is re-consumed locally with reconsumeTimes + 1 after 5000 ms (RETRY-17).
     """
+    require_enabled(enabled, state, action, Action)
     match action:
         case Pull():
             delivery = Delivery(state.stored_times, state.now_ms, local=False)

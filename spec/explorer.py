@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, get_args
 
 import attrs
 
@@ -98,6 +98,24 @@ class Exploration:
 
 
 STEP_RAISED = "step raised"
+
+
+class ActionNotEnabled(ValueError):
+    """``step`` was called with an action its machine does not enable in that state."""
+
+
+def require_enabled(
+    enabled: Callable[[S, A], bool], state: S, action: A, action_types: object
+) -> None:
+    """The precondition of every ``step``: ``action`` is one of the machine's actions and enabled in ``state``.
+
+    ``action_types`` is the area's ``Action`` union. The postcondition of ``step`` is the area's invariants and
+    step invariants, which :func:`explore` checks on every reachable transition.
+    """
+    if not isinstance(action, get_args(action_types) or action_types):  # type: ignore[arg-type]
+        raise TypeError(f"not an action of this machine: {action!r}")
+    if not enabled(state, action):
+        raise ActionNotEnabled(f"step called with an action not enabled in this state: {action!r}")
 
 
 def explore(model: Model[S, A], max_states: int = 2_000_000) -> Exploration:

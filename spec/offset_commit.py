@@ -39,7 +39,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_FLAG_CLASS_FILTER,
@@ -864,6 +864,7 @@ def step(state: OffsetState, action: Action) -> OffsetState:
     Pulls and their commits (OFF-9), consume results (OFF-4, OFF-15), persists (OFF-11, OFF-16), drops
     (OFF-12), assignment (OFF-13), NO_NEW_MSG (OFF-14).
     """
+    require_enabled(enabled, state, action, Action)
     config = state.config
     held = state.held
     if isinstance(action, CommitArrives):

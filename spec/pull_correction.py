@@ -37,7 +37,7 @@ from collections.abc import Iterator
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     BROKER_SUSPEND_MAX_TIME_MS,
     CONSUME_QUEUE_ENTRY_BYTES,
@@ -1193,6 +1193,7 @@ def step(state: PullState, action: Action) -> PullState:
     timed-out request is answered without a commit (PULL-14); the consumer reacts (PULL-20, PULL-21, PULL-22); the fix
     stores, persists and removes (PULL-22); a rebalance resumes from the broker's offset (PULL-24).
     """
+    require_enabled(enabled, state, action, Action)
     store, cfg = state.store, state.config
     match action:
         case Append(matches=m):

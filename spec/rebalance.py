@@ -33,7 +33,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     BROKER_LOCK_EXPIRY_MS,
     CLIENT_LOCK_EXPIRY_MS,
@@ -1259,6 +1259,7 @@ def step(state: GroupState, action: Action) -> GroupState:
     (REB-12, REB-17); lockAll follows the broker's answer (REB-17); a delayed unlock may orphan a lock flag
     (REB-19); batches commit only on queues not dropped (REB-16); shutdown and crash differ as REB-23 says.
     """
+    require_enabled(enabled, state, action, Action)
     setup = state.setup
     if isinstance(action, BrokerLeftRoute):
         last = setup.queues[-1].broker_name

@@ -26,7 +26,7 @@ import enum
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     DEFAULT_PERM,
     DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK,
@@ -1169,6 +1169,7 @@ def step(state: SendState, action: Action) -> SendState:
     and retry or end the send (SEND-3, SEND-4, SEND-6, SEND-7, SEND-10). A new send clears the previous
     broker and keeps the counters and fault table (SEND-20); nothing else moves a finished send (SEND-21).
     """
+    require_enabled(enabled, state, action, Action)
     if isinstance(action, NewSend):
         return attrs.evolve(
             state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,

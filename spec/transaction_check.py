@@ -42,7 +42,7 @@ from collections.abc import Iterable
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     FILE_RESERVED_TIME_HOURS,
     TRANS_CHECK_MAX_TIME_QUEUE_NUMS,
@@ -1172,6 +1172,7 @@ def step(state: TxnState, action: Action) -> TxnState:
     the half queue with :func:`check_decision` (TXN-14, TXN-17, TXN-19) and commits both offsets (TXN-20);
     the producer answers a check about the copy it names (TXN-21).
     """
+    require_enabled(enabled, state, action, Action)
     match action:
         case SendHalf(msg=m):
             rewrite = half_message_rewrite(REAL_TOPIC, m, TRANSACTION_PREPARED_TYPE)

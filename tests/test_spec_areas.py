@@ -11,7 +11,7 @@ import pytest
 
 from rocketspec.spec import AREAS, area_module
 from rocketspec.spec.clauses import ClauseTable
-from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.explorer import ActionNotEnabled, Invariant, Model, StepInvariant
 
 PREFIXES = {
     "send_retry": "SEND",
@@ -67,3 +67,24 @@ def test_every_oracle_is_exercised_by_the_area_tests(area: str) -> None:
     source = (TESTS / f"test_spec_{area}.py").read_text(encoding="utf-8")
     missing = [o.name for o in area_module(area).CLAUSES.oracles if o.name not in source]
     assert not missing, f"oracles with no test in test_spec_{area}.py: {missing}"
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_step_refuses_an_action_that_is_not_enabled(area: str) -> None:
+    """step's precondition is part of its contract: a disabled action is refused, never half-applied."""
+    module = area_module(area)
+    model = module.model()
+    frontier = list(model.initial)
+    seen: set[object] = set(frontier)
+    while frontier:
+        state = frontier.pop(0)
+        for action in model.actions(state):
+            if not module.enabled(state, action):
+                with pytest.raises(ActionNotEnabled):
+                    module.step(state, action)
+                return
+            after = module.step(state, action)
+            if after not in seen and len(seen) < 5000:
+                seen.add(after)
+                frontier.append(after)
+    pytest.skip(f"{area}: every proposed action is enabled in the first {len(seen)} states")
