@@ -202,6 +202,13 @@ class ConsumeStatus(enum.Enum):
     RECONSUME_LATER = "RECONSUME_LATER"
 
 
+class ConsumeOrderlyStatus(enum.Enum):
+    """What an orderly listener returns (``ConsumeOrderlyStatus.java``, non-deprecated values)."""
+
+    SUCCESS = "SUCCESS"
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
 class ReadOffsetType(enum.Enum):
     """Where an offset store reads a queue's consume offset from (``ReadOffsetType.java``)."""
 
@@ -388,3 +395,100 @@ def dlq_topic(group: str) -> str:
 
 def is_retry_topic(topic: str) -> bool:
     return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+# ---- Reference implementation facts (RocketMQ defaults the broker and clients need; added by the refimpl) ----
+DEFAULT_NAMESRV_PORT = 9876
+DEFAULT_BROKER_PORT = 10911
+DEFAULT_CLUSTER_NAME = "DefaultCluster"
+HEARTBEAT_BROKER_INTERVAL_MS = 30_000
+POLL_NAME_SERVER_INTERVAL_MS = 30_000
+CLIENT_CHANNEL_EXPIRED_MS = 120_000
+CLIENT_SCAN_INTERVAL_MS = 10_000
+SCHEDULE_TICK_MS = 100
+# Clients (ClientConfig, DefaultMQProducer, MixAll, Validators, TopicValidator, MessageConst).
+MQ_CLIENT_API_TIMEOUT_MS = 3_000
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
+DEFAULT_INSTANCE_NAME = "DEFAULT"
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 255
+NOT_ALLOWED_SEND_TOPICS: frozenset[str] = frozenset({
+    SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, "SELF_TEST_TOPIC",
+    "OFFSET_MOVED_EVENT",
+})
+PROPERTY_MSG_REGION = "MSG_REGION"
+PROPERTY_TRACE_SWITCH = "TRACE_ON"
+DEFAULT_TRACE_REGION_ID = "DefaultRegion"
+PROPERTY_TRANSACTION_ID = "__transactionId__"
+# The FAQ link RocketMQ appends to some error remarks (FAQUrl.suggestTodo: "\nSee <url> for further details.").
+FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+# 4.9.8 producers also write the compression type into sysFlag bits 8-10 (MessageSysFlag.COMPRESSION_ZLIB_TYPE).
+SYSFLAG_COMPRESSION_ZLIB = 0x3 << 8
+SYSFLAG_COMPRESSION_TYPE_MASK = 0x7 << 8
+
+
+class ClientErrorCode(enum.IntEnum):
+    """Codes an ``MQClientException`` carries for client-side failures (``ClientErrorCode.java``)."""
+
+    CONNECT_BROKER_EXCEPTION = 10001
+    ACCESS_BROKER_TIMEOUT = 10002
+    BROKER_NOT_EXIST_EXCEPTION = 10003
+    NO_NAME_SERVER_EXCEPTION = 10004
+    NOT_FOUND_TOPIC_EXCEPTION = 10005
+    REQUEST_TIMEOUT_EXCEPTION = 10006
+    CREATE_REPLY_MESSAGE_EXCEPTION = 10007
+
+
+# Broker (SendMessageRequestHeaderV2, TopicValidator, TopicConfigManager, SubscriptionGroupManager, MixAll).
+SEND_MESSAGE_V2_FIELDS: dict[str, str] = {
+    "a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
+    "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes", "k": "unitMode",
+    "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName",
+}
+# Java enum constants in ordinal order (heartbeat JSON may carry ordinals: the C++ client sends integers).
+CONSUME_TYPE_ORDINALS: tuple[str, ...] = ("CONSUME_ACTIVELY", "CONSUME_PASSIVELY")
+MESSAGE_MODEL_ORDINALS: tuple[str, ...] = ("BROADCASTING", "CLUSTERING")
+CONSUME_FROM_WHERE_ORDINALS: tuple[str, ...] = (
+    "CONSUME_FROM_LAST_OFFSET", "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST", "CONSUME_FROM_MIN_OFFSET",
+    "CONSUME_FROM_MAX_OFFSET", "CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_TIMESTAMP",
+)
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+BENCHMARK_TOPIC = "BenchmarkTest"
+BENCHMARK_TOPIC_QUEUE_NUMS = 1024
+OFFSET_MOVED_EVENT_TOPIC = "OFFSET_MOVED_EVENT"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+TOPIC_CONFIG_DEFAULT_QUEUE_NUMS = 16  # TopicConfig.defaultReadQueueNums / defaultWriteQueueNums
+TOPIC_FILTER_SINGLE_TAG = "SINGLE_TAG"
+TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
+SUB_ALL = "*"
+EXPRESSION_TYPE_TAG = "TAG"
+SYS_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
+BUILTIN_SUBSCRIPTION_GROUPS: tuple[str, ...] = (
+    "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER",
+)
+BROKER_REGISTER_INITIAL_DELAY_MS = 10_000
+BROKER_FLUSH_CONSUMER_OFFSET_INTERVAL_MS = 5_000
+# Store (CommitLog, MessageStoreConfig, MessageConst, DefaultMessageStore.checkMessage).
+BLANK_MAGIC_CODE = 0xCBD43194  # CommitLog.BLANK_MAGIC_CODE (-875286124): end-of-file filler of a commit-log segment
+COMMITLOG_END_FILE_MIN_BLANK_LENGTH = 8
+MAX_PROPERTIES_LENGTH = 32767  # Short.MAX_VALUE: stored properties length field is an int16
+KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR between KEYS
+FLUSH_INTERVAL_COMMITLOG_MS = 500
+FLUSH_INTERVAL_CONSUME_QUEUE_MS = 1_000
+# DefaultMessageStore housekeeping: cleanResourceInterval, and deleteWhen ("04": expired files go at 4 o'clock).
+STORE_CLEAN_RESOURCE_INTERVAL_MS = 10_000
+STORE_DELETE_WHEN_HOUR = 4
+# ScheduleMessageService: first run of each level's task after start, offset persistence (flushDelayOffsetInterval,
+# first run after 10 s). A task that finds nothing due runs again after SCHEDULE_TICK_MS (DELAY_FOR_A_WHILE).
+SCHEDULE_FIRST_DELAY_MS = 1_000
+FLUSH_DELAY_OFFSET_INTERVAL_MS = 10_000
+# ThreadLocalRandom.nextInt(99999999) % queueNums: how brokers pick a random retry / DLQ / check-max queue.
+RANDOM_QUEUE_ID_BOUND = 99_999_999
+# TransactionalMessageServiceImpl: half messages read one at a time, one retry when a half read finds nothing.
+TRANSACTION_HALF_PULL_NUMS = 1
+TRANSACTION_MAX_RETRY_WHEN_HALF_NULL = 1

@@ -16,6 +16,13 @@ def test_oracle_session_runs() -> None:
     exec(compile(code.group(1), "README.md#oracle-api", "exec"), {})
 
 
+def test_test_double_session_runs() -> None:
+    section = README.split("## Test double", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    exec(compile(code.group(1), "README.md#test-double", "exec"), {})
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     commands = re.findall(r"```sh\n(.*?)\n```", README, re.S)
     assert len(commands) >= 2

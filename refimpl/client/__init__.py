@@ -1,0 +1,1 @@
+"""Clients: the client instance (routes, heartbeats), producers and consumers."""

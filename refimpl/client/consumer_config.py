@@ -1,0 +1,201 @@
+"""Consumer options and subscriptions (``DefaultMQPushConsumer``, ``DefaultLitePullConsumer``, ``SubscriptionData``).
+
+``ConsumerConfig`` carries the options of both consumer kinds with RocketMQ's defaults; ``validate`` applies the
+range checks of ``DefaultMQPushConsumerImpl.checkConfig`` and ``Validators.checkGroup``. ``SubscriptionData`` is
+what ``FilterAPI.buildSubscriptionData`` builds from a tag expression (``"*"`` or ``"A || B"``) and what a heartbeat
+reports for each subscribed topic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+from rocketspec.refimpl.message import java_string_hash
+from rocketspec.spec.protocol import (
+    BROKER_SUSPEND_MAX_TIME_MS,
+    CONSUME_CONCURRENTLY_MAX_SPAN,
+    CONSUMER_TIMEOUT_MS_WHEN_SUSPEND,
+    DEFAULT_CONSUME_TIMEOUT_MINUTES,
+    DEFAULT_SUSPEND_CURRENT_QUEUE_MS,
+    PULL_BATCH_SIZE,
+    PULL_THRESHOLD_FOR_QUEUE,
+    PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+    ConsumeFromWhere,
+    MessageModel,
+)
+
+SUB_ALL = "*"
+EXPRESSION_TYPE_TAG = "TAG"
+# MixAll.DEFAULT_CONSUMER_GROUP: a user group must not take this name.
+DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+GROUP_MAX_LENGTH = 255
+_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+# DefaultLitePullConsumer defaults that differ from the push consumer's.
+LITE_PULL_AUTO_COMMIT_INTERVAL_MS = 5_000
+LITE_PULL_MIN_AUTO_COMMIT_INTERVAL_MS = 1_000
+LITE_PULL_THRESHOLD_FOR_ALL = 10_000
+LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION = 1_000
+PUSH_PULL_TIME_DELAY_MS_WHEN_EXCEPTION = 3_000
+DEFAULT_CONSUME_THREADS = 20
+
+
+def check_group(group: str) -> None:
+    """``Validators.checkGroup``: not blank, at most 255 characters, only ``%|a-zA-Z0-9_-``."""
+    if not isinstance(group, str) or not group.strip():
+        raise ValueError("the specified group is blank")
+    if len(group) > GROUP_MAX_LENGTH:
+        raise ValueError("the specified group is longer than group max length 255.")
+    if not _GROUP_PATTERN.match(group):
+        raise ValueError(f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+
+
+def _in_range(name: str, value: int, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"{name} out of range [{low}, {high}]: {value!r}")
+
+
+@attrs.define
+class ConsumerConfig:
+    """Options of a push or lite pull consumer (RocketMQ defaults; lite pull specifics at the end)."""
+
+    group: str
+    message_model: MessageModel = MessageModel.CLUSTERING
+    consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+    # CONSUME_FROM_TIMESTAMP start; None: 30 minutes before the consumer was created (consumeTimestamp default).
+    consume_timestamp_ms: int | None = None
+    # A strategy name (AVG, AVG_BY_CIRCLE, CONSISTENT_HASH, CONFIG, MACHINE_ROOM) or an object with allocate().
+    allocate_strategy: Any = "AVG"
+    # CONFIG: {"queues": [...]}; MACHINE_ROOM: {"consumer_idcs": [...]}; CONSISTENT_HASH: {"virtual_nodes": 10}.
+    allocate_config: dict[str, Any] = attrs.field(factory=dict)
+    orderly: bool = False
+    # -1: 16 for concurrent consumption, unlimited (Integer.MAX_VALUE) for orderly consumption.
+    max_reconsume_times: int = -1
+    consume_message_batch_max_size: int = 1
+    pull_batch_size: int = PULL_BATCH_SIZE
+    pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE
+    pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB
+    consume_concurrently_max_span: int = CONSUME_CONCURRENTLY_MAX_SPAN
+    pull_interval_ms: int = 0
+    suspend_current_queue_time_ms: int = DEFAULT_SUSPEND_CURRENT_QUEUE_MS
+    # Consume tasks running at once (the consume thread pool).
+    consume_thread_max: int = DEFAULT_CONSUME_THREADS
+    # Simulated processing time of one consume batch, so tests can make consumption take time.
+    consume_duration_ms: int = 0
+    # Broadcasting offsets (LocalFileOffsetStore): a directory, or None for an in-memory file per client id and
+    # group that survives a clean restart of the same client id on the same runtime.
+    offset_store_dir: str | None = None
+    post_subscription_when_pull: bool = False
+    unit_mode: bool = False
+    broker_suspend_max_time_ms: int = BROKER_SUSPEND_MAX_TIME_MS
+    consumer_timeout_ms_when_suspend: int = CONSUMER_TIMEOUT_MS_WHEN_SUSPEND
+    consume_timeout_minutes: int = DEFAULT_CONSUME_TIMEOUT_MINUTES
+    # None: 3000 ms for push consumers, 1000 ms for lite pull consumers (pullTimeDelayMillsWhenException).
+    pull_time_delay_ms_when_exception: int | None = None
+    # Lite pull consumer.
+    auto_commit: bool = True
+    auto_commit_interval_ms: int = LITE_PULL_AUTO_COMMIT_INTERVAL_MS
+    pull_threshold_for_all: int = LITE_PULL_THRESHOLD_FOR_ALL
+    poll_timeout_ms: int = 5_000
+
+    def validate(self) -> None:
+        """``checkConfig``: the group name and every range RocketMQ enforces at start."""
+        check_group(self.group)
+        if self.group == DEFAULT_CONSUMER_GROUP:
+            raise ValueError(f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one.")
+        if not isinstance(self.message_model, MessageModel):
+            raise ValueError(f"messageModel must be a MessageModel, not {self.message_model!r}")
+        if not isinstance(self.consume_from_where, ConsumeFromWhere):
+            raise ValueError(f"consumeFromWhere must be a ConsumeFromWhere, not {self.consume_from_where!r}")
+        if self.consume_timestamp_ms is not None and (
+                not isinstance(self.consume_timestamp_ms, int) or self.consume_timestamp_ms < 0):
+            raise ValueError(f"consume_timestamp_ms must be a non-negative integer: {self.consume_timestamp_ms!r}")
+        _in_range("consumeThreadMax", self.consume_thread_max, 1, 1000)
+        _in_range("consumeConcurrentlyMaxSpan", self.consume_concurrently_max_span, 1, 65535)
+        _in_range("pullThresholdForQueue", self.pull_threshold_for_queue, 1, 65535)
+        _in_range("pullThresholdSizeForQueue", self.pull_threshold_size_for_queue_mib, 1, 1024)
+        _in_range("pullInterval", self.pull_interval_ms, 0, 65535)
+        _in_range("consumeMessageBatchMaxSize", self.consume_message_batch_max_size, 1, 1024)
+        _in_range("pullBatchSize", self.pull_batch_size, 1, 1024)
+        _in_range("maxReconsumeTimes", self.max_reconsume_times, -1, 2**31 - 1)
+        _in_range("suspendCurrentQueueTimeMillis", self.suspend_current_queue_time_ms, 0, 2**31 - 1)
+        _in_range("consumeDurationMs", self.consume_duration_ms, 0, 2**31 - 1)
+        _in_range("consumeTimeout", self.consume_timeout_minutes, 1, 2**31 - 1)
+        _in_range("brokerSuspendMaxTimeMillis", self.broker_suspend_max_time_ms, 0, 2**31 - 1)
+        if self.consumer_timeout_ms_when_suspend < self.broker_suspend_max_time_ms:
+            raise ValueError("Long polling mode, the consumer consumerTimeoutMillisWhenSuspend must greater than "
+                             "brokerSuspendMaxTimeMillis")
+        if self.pull_time_delay_ms_when_exception is not None:
+            _in_range("pullTimeDelayMillsWhenException", self.pull_time_delay_ms_when_exception, 0, 2**31 - 1)
+        _in_range("autoCommitIntervalMillis", self.auto_commit_interval_ms, LITE_PULL_MIN_AUTO_COMMIT_INTERVAL_MS,
+                  2**31 - 1)
+        _in_range("pullThresholdForAll", self.pull_threshold_for_all, 1, 2**31 - 1)
+        _in_range("pollTimeoutMillis", self.poll_timeout_ms, 0, 2**31 - 1)
+        if not isinstance(self.allocate_config, dict):
+            raise ValueError("allocate_config must be a dict")
+
+    def push_max_reconsume_times(self) -> int:
+        """``DefaultMQPushConsumerImpl.getMaxReconsumeTimes``: -1 means 16."""
+        return 16 if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+    def orderly_max_reconsume_times(self) -> int:
+        """``ConsumeMessageOrderlyService.getMaxReconsumeTimes``: -1 means Integer.MAX_VALUE."""
+        return 2**31 - 1 if self.max_reconsume_times == -1 else self.max_reconsume_times
+
+
+@attrs.define
+class SubscriptionData:
+    """One subscribed topic: the expression, its tags and tag hash codes, and a version (``SubscriptionData``)."""
+
+    topic: str
+    sub_string: str = SUB_ALL
+    tags_set: set[str] = attrs.field(factory=set)
+    code_set: set[int] = attrs.field(factory=set)
+    sub_version: int = 0
+    expression_type: str = EXPRESSION_TYPE_TAG
+    class_filter_mode: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The heartbeat form (Java field names)."""
+        return {
+            "classFilterMode": self.class_filter_mode,
+            "topic": self.topic,
+            "subString": self.sub_string,
+            "tagsSet": sorted(self.tags_set),
+            "codeSet": sorted(self.code_set),
+            "subVersion": self.sub_version,
+            "expressionType": self.expression_type,
+        }
+
+    def matches_tags(self, tags: str | None) -> bool:
+        """The client's re-filter (``PullAPIWrapper.processPullResult``): an empty tag set accepts everything."""
+        if not self.tags_set:
+            return True
+        return tags is not None and tags in self.tags_set
+
+
+def build_subscription(topic: str, expression: str | None, version_ms: int) -> SubscriptionData:
+    """``FilterAPI.buildSubscriptionData``: ``"*"``, empty or None subscribe to all; else tags split on ``||``."""
+    if not isinstance(topic, str) or not topic:
+        raise ValueError("Topic can not be null or empty.")
+    data = SubscriptionData(topic=topic, sub_string=SUB_ALL if expression is None else expression,
+                            sub_version=version_ms)
+    if expression is None or expression == SUB_ALL or expression == "":
+        data.sub_string = SUB_ALL
+        return data
+    if not isinstance(expression, str):
+        raise ValueError(f"a subscription expression is a string, not {expression!r}")
+    parts = expression.split("||")
+    while parts and parts[-1] == "":  # Java's String.split drops trailing empty strings
+        parts.pop()
+    if not parts:
+        raise ValueError("subString split error")
+    for tag in parts:
+        trimmed = tag.strip()
+        if trimmed:
+            data.tags_set.add(trimmed)
+            data.code_set.add(java_string_hash(trimmed))
+    return data

@@ -1,0 +1,883 @@
+"""The producer (``DefaultMQProducer`` / ``DefaultMQProducerImpl`` / ``MQClientAPIImpl.sendMessage`` of 4.9.8).
+
+``send`` (SYNC) is ``sendDefaultImpl``: up to ``1 + retryTimesWhenSendFailed`` attempts inside one
+``sendMsgTimeout`` budget (checked before each attempt: over budget → ``RemotingTooMuchRequestError("sendDefaultImpl
+call timeout")``). Each attempt picks a queue with the fault strategy, passing the previous attempt's broker. A
+transport error or a client error retries; a broker error code retries only if it is in ``retryResponseCodes``
+(otherwise it is raised, unless an earlier attempt left a result); FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT /
+SLAVE_NOT_AVAILABLE give a ``SendResult`` with that status, retried only with ``retryAnotherBrokerWhenNotStoreOK``.
+When everything failed: ``MQClientError("Send [n] times, still failed, ...")`` carrying the last failure.
+
+ASYNC (``send_async``) makes one ``sendDefaultImpl`` attempt; the response callback retries transport failures
+(never broker error codes) up to ``retryTimesWhenSendAsyncFailed`` times, each on a queue the fault strategy picks
+away from the failed broker, resending the same request (same queue id) with the remaining time
+(``MQClientAPIImpl.sendMessageAsync`` / ``onExceptionImpl``). ONEWAY makes one attempt and expects no answer.
+
+Every attempt sets UNIQ_KEY if absent (``MessageClientIDSetter``), compresses bodies of at least
+``compressMsgBodyOverHowmuch`` bytes with zlib (sysFlag 0x1 and, as 4.9.8 does, the ZLIB type 0x300), marks
+``TRAN_MSG`` messages with sysFlag 0x4 and, for retry topics, moves RECONSUME_TIME / MAX_RECONSUME_TIMES into the
+header. Topics without a route are sent with the route of ``createTopicKey`` (TBW102), capped at
+``defaultTopicQueueNums`` queues: the broker creates the topic (``tryToFindTopicPublishInfo``).
+
+Events: ``SendAttempt`` when an attempt starts (after the budget check), ``SendResultEvent`` when it ends (a
+``SendStatus`` name, ``ERROR`` with the code or error, or ``ONEWAY`` for a written oneway request), ``final=True`` on
+the last attempt of the send.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from rocketspec.refimpl.client.config import ProducerConfig
+from rocketspec.refimpl.client.errors import (
+    MQBrokerError,
+    MQClientError,
+    RemotingCommandError,
+    RemotingTooMuchRequestError,
+)
+from rocketspec.refimpl.client.instance import ClientInstance
+from rocketspec.refimpl.client.latency import MQFaultStrategy, TopicPublishInfo, int32, java_rem
+from rocketspec.refimpl.events import ClientLifecycle, SendAttempt, SendResultEvent
+from rocketspec.refimpl.message import Message, MessageExt, encode_batch, encode_properties, java_string_hash
+from rocketspec.refimpl.remoting import (
+    HeaderError,
+    RemotingCommand,
+    RemotingConnectError,
+    RemotingError,
+    RemotingSendRequestError,
+    RemotingTimeoutError,
+)
+from rocketspec.refimpl.route import TopicRouteData
+from rocketspec.refimpl.runtime import Future
+from rocketspec.spec.protocol import (
+    CLIENT_INNER_PRODUCER_GROUP,
+    DEFAULT_PRODUCER_GROUP,
+    DEFAULT_TRACE_REGION_ID,
+    FAQ_URL,
+    GROUP_MAX_LENGTH,
+    NOT_ALLOWED_SEND_TOPICS,
+    PROPERTY_MSG_REGION,
+    PROPERTY_TRACE_SWITCH,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_COMPRESSION_ZLIB,
+    TOPIC_MAX_LENGTH,
+    TRANSACTION_PREPARED_TYPE,
+    ClientErrorCode,
+    CommunicationMode,
+    Property,
+    RequestCode,
+    ResponseCode,
+    SendStatus,
+)
+from rocketspec.spec.queues import MessageQueue
+
+Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+SendCallback = Callable[["SendResult | None", "BaseException | None"], None]
+
+_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_STATUS_OF_CODE = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+# SEND_MESSAGE_V2 letters (SendMessageRequestHeaderV2) for the long names of SendMessageRequestHeader.
+_V2_LETTERS = {
+    "producerGroup": "a", "topic": "b", "defaultTopic": "c", "defaultTopicQueueNums": "d", "queueId": "e",
+    "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i", "reconsumeTimes": "j", "unitMode": "k",
+    "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
+}
+
+
+def _suggest(url: str = FAQ_URL) -> str:
+    """``FAQUrl.suggestTodo``."""
+    return f"\nSee {url} for further details."
+
+
+@attrs.frozen
+class SendResult:
+    """What a send returns (``SendResult``): ``msg_id`` is the UNIQ_KEY (comma-joined for a batch)."""
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str | None
+    queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str = DEFAULT_TRACE_REGION_ID
+    trace_on: bool = True
+
+
+class ServiceState:
+    CREATE_JUST = "CREATE_JUST"
+    RUNNING = "RUNNING"
+    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+    START_FAILED = "START_FAILED"
+
+
+# ------------------------------------------------------------------------------------------------------- validation
+
+
+def check_group(group: str) -> None:
+    """``Validators.checkGroup``."""
+    if not isinstance(group, str) or not group.strip():
+        raise MQClientError("the specified group is blank")
+    if len(group) > GROUP_MAX_LENGTH:
+        raise MQClientError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
+    if not _NAME_PATTERN.match(group):
+        raise MQClientError(f"the specified group[{group}] contains illegal characters, allowing only "
+                            "^[%|a-zA-Z0-9_-]+$")
+
+
+def check_topic(topic: str) -> None:
+    """``Validators.checkTopic``."""
+    if not isinstance(topic, str) or not topic.strip():
+        raise MQClientError("The specified topic is blank")
+    if len(topic) > TOPIC_MAX_LENGTH:
+        raise MQClientError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
+    if not _NAME_PATTERN.match(topic):
+        raise MQClientError(f"The specified topic[{topic}] contains illegal characters, allowing only "
+                            "^[%|a-zA-Z0-9_-]+$")
+
+
+def check_message(msg: Message | None, max_message_size: int, body: bytes | None = None) -> None:
+    """``Validators.checkMessage``: topic, a non-empty body no larger than ``maxMessageSize``."""
+    if msg is None:
+        raise MQClientError("the message is null", code=ResponseCode.MESSAGE_ILLEGAL)
+    check_topic(msg.topic)
+    if msg.topic in NOT_ALLOWED_SEND_TOPICS:
+        raise MQClientError(f"Sending message to topic[{msg.topic}] is forbidden.")
+    body = msg.body if body is None else body
+    if body is None:
+        raise MQClientError("the message body is null", code=ResponseCode.MESSAGE_ILLEGAL)
+    if len(body) == 0:
+        raise MQClientError("the message body length is zero", code=ResponseCode.MESSAGE_ILLEGAL)
+    if len(body) > max_message_size:
+        raise MQClientError(f"the message body size over max value, MAX: {max_message_size}",
+                            code=ResponseCode.MESSAGE_ILLEGAL)
+
+
+def java_hash_code(value: object) -> int:
+    """``Object.hashCode`` of the usual selector arguments (String, Integer, Long, Boolean)."""
+    if isinstance(value, bool):
+        return 1231 if value else 1237
+    if isinstance(value, str):
+        return java_string_hash(value)
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return value
+        v = value & 0xFFFFFFFFFFFFFFFF
+        return int32(v ^ (v >> 32))
+    return int32(hash(value))
+
+
+def select_by_hash(queues: list[MessageQueue], msg: Message, arg: object) -> MessageQueue:
+    """``SelectMessageQueueByHash``: ``arg.hashCode() % n``, made non-negative with ``Math.abs``."""
+    return queues[abs(java_rem(java_hash_code(arg), len(queues)))]
+
+
+# ----------------------------------------------------------------------------------------------------- the outgoing
+
+
+class _Outgoing:
+    """What one send puts on the wire: a user message, or a batch of them (``MessageBatch``)."""
+
+    def __init__(self, topic: str, properties: dict[str, str], body: bytes, flag: int,
+                 batch: list[Message] | None = None) -> None:
+        self.topic = topic
+        self.properties = properties  # the user message's own dict: changes stay on the message, as in Java
+        self.body = body
+        self.flag = flag
+        self.batch = batch
+
+    @classmethod
+    def of(cls, msg: Message) -> _Outgoing:
+        return cls(msg.topic, msg.properties, msg.body, msg.flag)
+
+    def uniq_id(self) -> str:
+        if self.batch is not None:
+            return ",".join(m.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "null") for m in self.batch)
+        return self.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _done_future(value: Any) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_result(value)
+    return future
+
+
+def _failed_future(error: BaseException) -> Future[Any]:
+    future: Future[Any] = Future()
+    future.set_exception(error)
+    return future
+
+
+# ---------------------------------------------------------------------------------------------------------- producer
+
+
+class Producer:
+    """A RocketMQ producer on a ``ClientInstance``."""
+
+    role = "producer"
+
+    def __init__(self, instance: ClientInstance, config: ProducerConfig, *, inner: bool = False) -> None:
+        self.instance = instance
+        self.config = config
+        self.runtime = instance.runtime
+        self.events = instance.events
+        self.group = config.group
+        self._inner = inner
+        self.state = ServiceState.CREATE_JUST if not inner else ServiceState.RUNNING
+        self.publish_info: dict[str, TopicPublishInfo] = {}
+        self.fault_strategy = MQFaultStrategy(self.runtime, enabled=config.send_latency_fault_enable,
+                                              latency_max=config.latency_max_ms,
+                                              not_available_duration=config.not_available_duration_ms)
+        if inner:
+            self.publish_info[config.create_topic_key] = TopicPublishInfo(config.create_topic_key, None,
+                                                                          self.runtime.random)
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    # lifecycle ------------------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.runtime.submit(self._start)
+
+    def _start(self) -> None:
+        if self.state != ServiceState.CREATE_JUST:
+            raise MQClientError(f"The producer service state not OK, maybe started once, {self.state}"
+                                + _suggest())
+        self.state = ServiceState.START_FAILED
+        check_group(self.group)
+        if self.group == DEFAULT_PRODUCER_GROUP:
+            raise MQClientError(f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one.")
+        try:
+            self.instance.register_producer(self.group, self)
+        except ValueError as error:
+            self.state = ServiceState.CREATE_JUST
+            raise MQClientError(str(error) + _suggest()) from None
+        self.publish_info[self.config.create_topic_key] = TopicPublishInfo(self.config.create_topic_key, None,
+                                                                           self.runtime.random)
+        self.instance.start()
+        self.state = ServiceState.RUNNING
+        self.events.emit(ClientLifecycle(node=self.client_id, group=self.group, role=self.role, action="start"))
+        # DefaultMQProducerImpl.start ends with sendHeartbeatToAllBrokerWithLock.
+        self.instance.send_heartbeat_to_all_brokers()
+
+    def shutdown(self) -> None:
+        self.runtime.submit(self._shutdown)
+
+    def _shutdown(self) -> None:
+        if self.state != ServiceState.RUNNING:
+            return
+        self.instance.unregister_producer(self.group)
+        self.state = ServiceState.SHUTDOWN_ALREADY
+        self.events.emit(ClientLifecycle(node=self.client_id, group=self.group, role=self.role, action="shutdown"))
+        # DefaultMQProducerImpl.shutdown(true) shuts the instance down when nothing else uses it.
+        others = [g for g in self.instance.producers if g != CLIENT_INNER_PRODUCER_GROUP]
+        if not self.instance.consumers and not others:
+            self.instance.shutdown()
+
+    def _make_sure_state_ok(self) -> None:
+        if self.state != ServiceState.RUNNING:
+            raise MQClientError(f"The producer service state not OK, {self.state}" + _suggest())
+
+    # MQProducerInner ------------------------------------------------------------------------------------------------
+    def publish_topics(self) -> set[str]:
+        return set(self.publish_info)
+
+    def is_publish_topic_need_update(self, topic: str) -> bool:
+        info = self.publish_info.get(topic)
+        return info is None or not info.ok()
+
+    def on_route(self, topic: str, route: TopicRouteData) -> None:
+        """``updateTopicPublishInfo``: a fresh ``TopicPublishInfo`` (and round-robin index) for the new route."""
+        self.publish_info[topic] = TopicPublishInfo(topic, route, self.runtime.random, have_route=True)
+
+    def check_transaction_state(self, broker_addr: str, message: MessageExt, request: RemotingCommand) -> None:
+        """A plain producer has no transaction listener: Java logs a warning and does nothing."""
+
+    # public sends ---------------------------------------------------------------------------------------------------
+    def send(self, msg: Message, *, timeout_ms: int | None = None, queue: MessageQueue | None = None,
+             selector: Selector | None = None, arg: object = None) -> SendResult:
+        """A SYNC send: to ``queue``, to the queue ``selector(queues, msg, arg)`` picks, or with retries."""
+        future = self.runtime.submit(
+            lambda: self._send(msg, CommunicationMode.SYNC, timeout_ms, queue, selector, arg, None))
+        return self.runtime.wait(future)
+
+    def send_async(self, msg: Message, callback: SendCallback | None = None, *, timeout_ms: int | None = None,
+                   queue: MessageQueue | None = None, selector: Selector | None = None,
+                   arg: object = None) -> Future[SendResult]:
+        """An ASYNC send: ``callback(result, error)`` (user code) and the future get the outcome."""
+        return self.runtime.submit(
+            lambda: self._send(msg, CommunicationMode.ASYNC, timeout_ms, queue, selector, arg, callback))
+
+    def send_oneway(self, msg: Message, *, timeout_ms: int | None = None, queue: MessageQueue | None = None,
+                    selector: Selector | None = None, arg: object = None) -> None:
+        """A ONEWAY send: written once, no answer."""
+        future = self.runtime.submit(
+            lambda: self._send(msg, CommunicationMode.ONEWAY, timeout_ms, queue, selector, arg, None))
+        self.runtime.wait(future)
+
+    def send_batch(self, msgs: Sequence[Message], *, timeout_ms: int | None = None,
+                   queue: MessageQueue | None = None, selector: Selector | None = None,
+                   arg: object = None) -> SendResult:
+        """SEND_BATCH_MESSAGE of messages of one topic (``DefaultMQProducer.send(Collection)``)."""
+
+        def start() -> Future[SendResult | None]:
+            try:
+                out = self._batch(msgs)
+            except MQClientError as error:
+                return _failed_future(error)
+            return self._dispatch(out, CommunicationMode.SYNC, timeout_ms, queue, selector, arg, None)
+
+        future = self.runtime.submit(start)
+        return self.runtime.wait(future)
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` would choose from (fetching the route if needed)."""
+
+        def start() -> Future[list[MessageQueue]]:
+            result: Future[list[MessageQueue]] = Future()
+            self._find_publish_info(topic).add_done_callback(
+                lambda f: result.set_result(list(f.result().queues) if f.result() is not None else []))
+            return result
+
+        return self.runtime.wait(self.runtime.submit(start))
+
+    # internals ------------------------------------------------------------------------------------------------------
+    def _timeout(self, timeout_ms: int | None) -> int:
+        return self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
+
+    def _batch(self, msgs: Sequence[Message]) -> _Outgoing:
+        """``DefaultMQProducer.batch`` / ``MessageBatch.generateFromList``."""
+        msgs = list(msgs)
+        try:
+            if not msgs:
+                raise ValueError("the message batch is empty")
+            first = msgs[0]
+            for m in msgs:
+                if m.delay_level > 0:
+                    raise ValueError("TimeDelayLevel is not supported for batching")
+                if m.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    raise ValueError("Retry Group is not supported for batching")
+                if m.topic != first.topic:
+                    raise ValueError("The topic of the messages in one batch should be the same")
+                if m.wait_store_msg_ok != first.wait_store_msg_ok:
+                    raise ValueError("The waitStoreMsgOK of the messages in one batch should the same")
+            for m in msgs:
+                check_message(m, self.config.max_message_size)
+                self._set_uniq_id(m.properties)
+            body = encode_batch(msgs)
+        except (ValueError, MQClientError) as error:
+            raise MQClientError("Failed to initiate the MessageBatch", cause=error) from None
+        props = {Property.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"}
+        return _Outgoing(first.topic, props, body, 0, msgs)
+
+    def _set_uniq_id(self, properties: dict[str, str]) -> None:
+        """``MessageClientIDSetter.setUniqID``: only when the message has none."""
+        if Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX not in properties:
+            properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = self.instance.next_unique_id()
+
+    def _send(self, msg: Message, mode: CommunicationMode, timeout_ms: int | None, queue: MessageQueue | None,
+              selector: Selector | None, arg: object, callback: SendCallback | None) -> Future[SendResult | None]:
+        if msg is None or not isinstance(msg, Message):
+            error = MQClientError("the message is null", code=ResponseCode.MESSAGE_ILLEGAL)
+            if mode is CommunicationMode.ASYNC:
+                return self._async_outcome(_failed_future(error), callback)
+            return _failed_future(error)
+        return self._dispatch(_Outgoing.of(msg), mode, timeout_ms, queue, selector, arg, callback, msg)
+
+    def _dispatch(self, out: _Outgoing, mode: CommunicationMode, timeout_ms: int | None, queue: MessageQueue | None,
+                  selector: Selector | None, arg: object, callback: SendCallback | None,
+                  msg: Message | None = None) -> Future[SendResult | None]:
+        user: Future[SendResult | None] = Future()
+        if mode is CommunicationMode.ASYNC:
+            self._async_outcome(user, callback)
+        send = _Send(self, out, mode, self._timeout(timeout_ms), user, msg)
+        if queue is not None:
+            send.to_queue(queue)
+        elif selector is not None:
+            send.with_selector(selector, arg)
+        else:
+            send.default()
+        return user
+
+    def _async_outcome(self, future: Future[SendResult | None], callback: SendCallback | None
+                       ) -> Future[SendResult | None]:
+        """Run the user's callback (user code) once the outcome of an ASYNC send is known."""
+        if callback is not None:
+            def call(f: Future[SendResult | None]) -> None:
+                error = f.exception()
+                value = None if error is not None else f.result()
+                self.runtime.run_user(lambda: callback(value, error), lambda _v, _e: None)
+
+            future.add_done_callback(call)
+        return future
+
+    def _find_publish_info(self, topic: str) -> Future[TopicPublishInfo | None]:
+        """``tryToFindTopicPublishInfo``: the topic's route, else the route of ``createTopicKey`` (TBW102)."""
+        result: Future[TopicPublishInfo | None] = Future()
+        info = self.publish_info.get(topic)
+        if info is not None and info.ok():
+            result.set_result(info)
+            return result
+
+        def second() -> None:
+            info = self.publish_info.get(topic)
+            if info is not None and (info.have_topic_router_info or info.ok()):
+                result.set_result(info)
+                return
+            self.instance.update_topic_route(
+                topic, default_topic=self.config.create_topic_key,
+                default_queue_nums=self.config.default_topic_queue_nums,
+            ).add_done_callback(lambda _f: result.set_result(self.publish_info.get(topic)))
+
+        self.publish_info.setdefault(topic, TopicPublishInfo(topic, None, self.runtime.random))
+        self.instance.update_topic_route(topic).add_done_callback(lambda _f: second())
+        return result
+
+    # one attempt (sendKernelImpl) -------------------------------------------------------------------------------------
+    def _kernel(self, out: _Outgoing, mq: MessageQueue, mode: CommunicationMode, info: TopicPublishInfo | None,
+                timeout_ms: int, attempt: int, on_async: Callable[[_AsyncSend], None] | None = None
+                ) -> Future[SendResult | None]:
+        """One attempt to one queue; ASYNC resolves when the request is written (``_AsyncSend`` does the rest)."""
+        begin = self.runtime.now_ms()
+        result: Future[SendResult | None] = Future()
+        if out.batch is None:
+            self._set_uniq_id(out.properties)
+        self.events.emit(SendAttempt(node=self.client_id, group=self.group, topic=out.topic,
+                                     broker=mq.broker_name, queue_id=mq.queue_id, msg_id=out.uniq_id(),
+                                     attempt=attempt, mode=mode.value))
+
+        def with_addr(addr: str | None) -> None:
+            if addr is None:
+                result.set_exception(MQClientError(f"The broker[{mq.broker_name}] not exist"))
+                return
+            addr = self._vip(addr)
+            request = self._build_request(out, mq)
+            cost = self.runtime.now_ms() - begin
+            if timeout_ms < cost:
+                result.set_exception(RemotingTooMuchRequestError("sendKernelImpl call timeout"))
+                return
+            remaining = timeout_ms - cost
+            if mode is CommunicationMode.ONEWAY:
+                if not self.instance.can_connect(addr):
+                    result.set_exception(RemotingConnectError(f"connect to {addr} failed"))
+                    return
+                self.instance.invoke_oneway(addr, request)
+                result.set_result(None)
+            elif mode is CommunicationMode.SYNC:
+                def answered(f: Future[RemotingCommand]) -> None:
+                    error = f.exception()
+                    if error is not None:
+                        result.set_exception(error)
+                        return
+                    try:
+                        result.set_result(self._process_response(mq.broker_name, out, f.result(), addr))
+                    except (MQBrokerError, RemotingCommandError) as failure:
+                        result.set_exception(failure)
+
+                self.instance.invoke(addr, request, remaining).add_done_callback(answered)
+            else:
+                sender = _AsyncSend(self, out, request, info, mq, attempt)
+                if on_async is not None:
+                    on_async(sender)
+                sender.send(addr, mq.broker_name, remaining)
+                result.set_result(None)
+
+        addr = self.instance.find_broker_addr(mq.broker_name)
+        if addr is not None:
+            with_addr(addr)
+        else:
+            self._find_publish_info(mq.topic).add_done_callback(
+                lambda _f: with_addr(self.instance.find_broker_addr(mq.broker_name)))
+        return result
+
+    def _vip(self, addr: str) -> str:
+        """``MixAll.brokerVIPChannel``: the VIP port is the broker port - 2."""
+        if not self.config.send_message_with_vip_channel:
+            return addr
+        host, _, port = addr.rpartition(":")
+        return f"{host}:{int(port) - 2}"
+
+    def _build_request(self, out: _Outgoing, mq: MessageQueue) -> RemotingCommand:
+        body = out.body
+        sys_flag = 0
+        if out.batch is None and len(body) >= self.config.compress_msg_body_over_bytes:
+            body = zlib.compress(body, self.config.compress_level)
+            sys_flag |= SYSFLAG_COMPRESSED | SYSFLAG_COMPRESSION_ZLIB
+        if out.properties.get(Property.TRANSACTION_PREPARED, "").lower() == "true":
+            sys_flag |= TRANSACTION_PREPARED_TYPE
+        header: dict[str, object] = {
+            "producerGroup": self.group,
+            "topic": out.topic,
+            "defaultTopic": self.config.create_topic_key,
+            "defaultTopicQueueNums": self.config.default_topic_queue_nums,
+            "queueId": mq.queue_id,
+            "sysFlag": sys_flag,
+            "bornTimestamp": self.runtime.now_ms(),
+            "flag": out.flag,
+            "properties": encode_properties(out.properties),
+            "reconsumeTimes": 0,
+            "unitMode": self.config.unit_mode,
+            "batch": out.batch is not None,
+            "bname": mq.broker_name,
+        }
+        if out.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            # The properties text above still carries them; the message loses them for later attempts (as in Java).
+            reconsume = out.properties.pop(Property.RECONSUME_TIME, None)
+            if reconsume is not None:
+                header["reconsumeTimes"] = int(reconsume)
+            max_reconsume = out.properties.pop(Property.MAX_RECONSUME_TIMES, None)
+            if max_reconsume is not None:
+                header["maxReconsumeTimes"] = int(max_reconsume)
+        if out.batch is not None or self.config.use_v2_header:
+            code = RequestCode.SEND_BATCH_MESSAGE if out.batch is not None else RequestCode.SEND_MESSAGE_V2
+            header = {_V2_LETTERS[name]: value for name, value in header.items()}
+        else:
+            code = RequestCode.SEND_MESSAGE
+        cfg = self.instance.config
+        return RemotingCommand.request(code, header, body, language=cfg.language, version=cfg.version)
+
+    def _process_response(self, broker_name: str, out: _Outgoing, response: RemotingCommand, addr: str
+                          ) -> SendResult:
+        """``MQClientAPIImpl.processSendResponse``."""
+        status = _STATUS_OF_CODE.get(response.code)  # type: ignore[call-overload]
+        if status is None:
+            raise MQBrokerError(response.code, response.remark, addr)
+        try:
+            msg_id = response.require("msgId")
+            queue_id = response.require_int("queueId")
+            queue_offset = response.require_int("queueOffset")
+        except HeaderError as error:
+            raise RemotingCommandError(str(error)) from None
+        region = response.field(PROPERTY_MSG_REGION) or DEFAULT_TRACE_REGION_ID
+        trace_on = response.field(PROPERTY_TRACE_SWITCH) != "false"
+        return SendResult(status=status, msg_id=out.uniq_id(), offset_msg_id=msg_id,
+                          queue=MessageQueue(out.topic, broker_name, queue_id), queue_offset=queue_offset,
+                          transaction_id=response.field("transactionId"), region_id=region, trace_on=trace_on)
+
+    def _emit_result(self, out: _Outgoing, mq: MessageQueue, attempt: int, *, result: SendResult | None = None,
+                     error: BaseException | None = None, final: bool, oneway: bool = False) -> None:
+        if result is not None:
+            status, code, offset, text = result.status.value, None, result.queue_offset, None
+        elif oneway:
+            status, code, offset, text = "ONEWAY", None, None, None
+        else:
+            code = error.code if isinstance(error, MQBrokerError) else None
+            status, offset, text = "ERROR", None, _error_text(error) if error is not None else None
+        self.events.emit(SendResultEvent(node=self.client_id, group=self.group, topic=out.topic,
+                                         broker=mq.broker_name, queue_id=mq.queue_id, msg_id=out.uniq_id(),
+                                         attempt=attempt, status=status, code=code, offset=offset, error=text,
+                                         final=final))
+
+
+class _Send:
+    """One send: ``sendDefaultImpl`` (retry loop), ``sendSelectImpl`` or the kernel send to a given queue."""
+
+    def __init__(self, producer: Producer, out: _Outgoing, mode: CommunicationMode, timeout_ms: int,
+                 user: Future[SendResult | None], msg: Message | None) -> None:
+        self.p = producer
+        self.runtime = producer.runtime
+        self.out = out
+        self.mode = mode
+        self.timeout = timeout_ms
+        self.user = user
+        self.msg = msg
+        self.begin_first = self.runtime.now_ms()
+        self.begin_prev = self.begin_first
+        self.info: TopicPublishInfo | None = None
+        self.mq: MessageQueue | None = None
+        self.times = 0
+        self.times_total = 1
+        self.brokers_sent: list[str | None] = []
+        self.exception: BaseException | None = None
+        self.result: SendResult | None = None
+        self.call_timeout = False
+
+    # outcome --------------------------------------------------------------------------------------------------------
+    def _fail(self, error: BaseException) -> None:
+        self.user.set_exception(error)
+
+    def _succeed(self, result: SendResult | None) -> None:
+        self.user.set_result(result)
+
+    def _precheck(self) -> bool:
+        try:
+            self.p._make_sure_state_ok()
+            if self.out.batch is None:
+                check_message(self.msg, self.p.config.max_message_size)
+            else:
+                check_message(Message(self.out.topic, self.out.body), self.p.config.max_message_size)
+        except MQClientError as error:
+            self._fail(error)
+            return False
+        return True
+
+    # sendDefaultImpl ------------------------------------------------------------------------------------------------
+    def default(self) -> None:
+        if not self._precheck():
+            return
+        self.p._find_publish_info(self.out.topic).add_done_callback(lambda f: self._with_info(f.result()))
+
+    def _with_info(self, info: TopicPublishInfo | None) -> None:
+        if info is None or not info.ok():
+            self._fail(MQClientError(f"No route info of this topic: {self.out.topic}" + _suggest(),
+                                     code=ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION))
+            return
+        self.info = info
+        if self.mode is CommunicationMode.SYNC:
+            self.times_total = 1 + self.p.config.retry_times_when_send_failed
+        self.brokers_sent = [None] * self.times_total
+        self._next_attempt()
+
+    def _next_attempt(self) -> None:
+        assert self.info is not None
+        if self.times >= self.times_total:
+            self._exhausted()
+            return
+        last = self.mq.broker_name if self.mq is not None else None
+        self.mq = self.p.fault_strategy.select_one(self.info, last)
+        self.brokers_sent[self.times] = self.mq.broker_name
+        self.begin_prev = self.runtime.now_ms()
+        cost = self.begin_prev - self.begin_first
+        if self.timeout < cost:
+            self.call_timeout = True
+            self._exhausted()
+            return
+        self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,
+                       self._adopt).add_done_callback(self._attempt_done)
+
+    def _adopt(self, sender: _AsyncSend) -> None:
+        sender.user = self.user
+
+    def _another_attempt_follows(self) -> bool:
+        """Whether the loop goes on: attempts left and the budget not yet spent (checked as the next one starts)."""
+        return self.times + 1 < self.times_total and not self.timeout < self.runtime.now_ms() - self.begin_first
+
+    def _attempt_done(self, f: Future[SendResult | None]) -> None:
+        assert self.mq is not None
+        mq = self.mq
+        latency = self.runtime.now_ms() - self.begin_prev
+        error = f.exception()
+        attempt = self.times + 1
+        if error is None:
+            self.p.fault_strategy.update_fault_item(mq.broker_name, latency, False)
+            if self.mode is CommunicationMode.ASYNC:
+                return  # written: the async sender reports the outcome through the same future
+            if self.mode is CommunicationMode.ONEWAY:
+                self.p._emit_result(self.out, mq, attempt, final=True, oneway=True)
+                self._succeed(None)
+                return
+            result = f.result()
+            assert result is not None
+            self.result = result
+            if result.status is not SendStatus.SEND_OK and self.p.config.retry_another_broker_when_not_store_ok:
+                follows = self._another_attempt_follows()
+                self.p._emit_result(self.out, mq, attempt, result=result, final=not follows)
+                self.times += 1
+                self._next_attempt()
+                return
+            self.p._emit_result(self.out, mq, attempt, result=result, final=True)
+            self._succeed(result)
+            return
+        if isinstance(error, (RemotingError, MQClientError)):
+            self.p.fault_strategy.update_fault_item(mq.broker_name, latency, True)
+            self.exception = error
+            self.p._emit_result(self.out, mq, attempt, error=error, final=not self._another_attempt_follows())
+            self.times += 1
+            self._next_attempt()
+            return
+        if isinstance(error, MQBrokerError):
+            self.p.fault_strategy.update_fault_item(mq.broker_name, latency, True)
+            self.exception = error
+            if error.code in self.p.config.retry_response_codes:
+                self.p._emit_result(self.out, mq, attempt, error=error, final=not self._another_attempt_follows())
+                self.times += 1
+                self._next_attempt()
+                return
+            self.p._emit_result(self.out, mq, attempt, error=error, final=True)
+            if self.result is not None:
+                self._succeed(self.result)
+            else:
+                self._fail(error)
+            return
+        self.p._emit_result(self.out, mq, attempt, error=error, final=True)
+        self._fail(error)
+
+    def _exhausted(self) -> None:
+        if self.result is not None:
+            self._succeed(self.result)
+            return
+        if self.call_timeout:
+            self._fail(RemotingTooMuchRequestError("sendDefaultImpl call timeout"))
+            return
+        sent = ", ".join("null" if b is None else b for b in self.brokers_sent)
+        info = (f"Send [{self.times}] times, still failed, cost [{self.runtime.now_ms() - self.begin_first}]ms, "
+                f"Topic: {self.out.topic}, BrokersSent: [{sent}]" + _suggest())
+        error = self.exception
+        if isinstance(error, MQBrokerError):
+            code = error.code
+        elif isinstance(error, RemotingConnectError):
+            code = ClientErrorCode.CONNECT_BROKER_EXCEPTION
+        elif isinstance(error, RemotingTimeoutError):
+            code = ClientErrorCode.ACCESS_BROKER_TIMEOUT
+        elif isinstance(error, MQClientError):
+            code = ClientErrorCode.BROKER_NOT_EXIST_EXCEPTION
+        else:
+            code = -1
+        self._fail(MQClientError(info, code=code, cause=error))
+
+    # sendSelectImpl -------------------------------------------------------------------------------------------------
+    def with_selector(self, selector: Selector, arg: object) -> None:
+        if not self._precheck():
+            return
+
+        def with_info(info: TopicPublishInfo | None) -> None:
+            if info is None or not info.ok():
+                self._fail(MQClientError(f"No route info for this topic, {self.out.topic}"))
+                return
+            try:
+                target = self.msg if self.msg is not None else Message(self.out.topic, self.out.body)
+                mq = selector(list(info.queues), target, arg)
+            except Exception as error:  # user code: Java wraps any Throwable
+                self._fail(MQClientError("select message queue threw exception.", cause=error))
+                return
+            cost = self.runtime.now_ms() - self.begin_first
+            if self.timeout < cost:
+                self._fail(RemotingTooMuchRequestError("sendSelectImpl call timeout"))
+                return
+            if mq is None:
+                self._fail(MQClientError("select message queue return null."))
+                return
+            self._single(mq, self.timeout - cost)
+
+        self.p._find_publish_info(self.out.topic).add_done_callback(lambda f: with_info(f.result()))
+
+    # send(msg, mq) --------------------------------------------------------------------------------------------------
+    def to_queue(self, mq: MessageQueue) -> None:
+        if not self._precheck():
+            return
+        if self.out.topic != mq.topic:
+            self._fail(MQClientError("message's topic not equal mq's topic"))
+            return
+        cost = self.runtime.now_ms() - self.begin_first
+        if self.timeout < cost:
+            self._fail(RemotingTooMuchRequestError("call timeout"))
+            return
+        self._single(mq, self.timeout - cost)
+
+    def _single(self, mq: MessageQueue, timeout_ms: int) -> None:
+        """One kernel attempt without the retry loop (ASYNC still retries transport failures on the same broker)."""
+        self.mq = mq
+
+        def done(f: Future[SendResult | None]) -> None:
+            error = f.exception()
+            if error is not None:
+                self.p._emit_result(self.out, mq, 1, error=error, final=True)
+                self._fail(error)
+            elif self.mode is CommunicationMode.SYNC:
+                result = f.result()
+                self.p._emit_result(self.out, mq, 1, result=result, final=True)
+                self._succeed(result)
+            elif self.mode is CommunicationMode.ONEWAY:
+                self.p._emit_result(self.out, mq, 1, final=True, oneway=True)
+                self._succeed(None)
+
+        self.p._kernel(self.out, mq, self.mode, None, timeout_ms, 1, self._adopt).add_done_callback(done)
+
+
+class _AsyncSend:
+    """``MQClientAPIImpl.sendMessageAsync`` + ``onExceptionImpl``: an ASYNC request and its transport retries."""
+
+    def __init__(self, producer: Producer, out: _Outgoing, request: RemotingCommand, info: TopicPublishInfo | None,
+                 mq: MessageQueue, attempt: int) -> None:
+        self.p = producer
+        self.runtime = producer.runtime
+        self.out = out
+        self.request = request
+        self.info = info
+        self.queue_id = mq.queue_id
+        self.attempt = attempt
+        self.times = 0  # curTimes
+        self.user: Future[SendResult | None] | None = None
+
+    def send(self, addr: str | None, broker: str, timeout_ms: int) -> None:
+        begin = self.runtime.now_ms()
+        mq = MessageQueue(self.out.topic, broker, self.queue_id)
+        if addr is None:
+            self._on_exception(broker, mq, RemotingConnectError("connect to null failed"), True, timeout_ms, begin)
+            return
+        if timeout_ms < 0:
+            self._on_exception(broker, mq, RemotingTooMuchRequestError("invokeAsync call timeout"), True,
+                               timeout_ms, begin)
+            return
+
+        def answered(f: Future[RemotingCommand]) -> None:
+            cost = self.runtime.now_ms() - begin
+            error = f.exception()
+            if error is None:
+                try:
+                    result = self.p._process_response(broker, self.out, f.result(), addr)
+                except (MQBrokerError, RemotingCommandError) as failure:
+                    self.p.fault_strategy.update_fault_item(broker, cost, True)
+                    self._on_exception(broker, mq, failure, False, timeout_ms - cost, begin)
+                    return
+                self.p._emit_result(self.out, mq, self.attempt, result=result, final=True)
+                self._deliver(result, None)
+                self.p.fault_strategy.update_fault_item(broker, cost, False)
+                return
+            self.p.fault_strategy.update_fault_item(broker, cost, True)
+            if isinstance(error, RemotingConnectError):
+                wrapped: BaseException = error
+            elif isinstance(error, RemotingTimeoutError):
+                wrapped = MQClientError(f"wait response timeout {timeout_ms}ms", cause=error)
+            elif isinstance(error, RemotingSendRequestError):
+                wrapped = MQClientError("send request failed", cause=error)
+            else:
+                wrapped = MQClientError("unknow reseaon", cause=error)
+            self._on_exception(broker, mq, wrapped, True, timeout_ms - cost, begin)
+
+        self.p.instance.invoke(addr, self.request, timeout_ms).add_done_callback(answered)
+
+    def _on_exception(self, broker: str, mq: MessageQueue, error: BaseException, need_retry: bool,
+                      timeout_ms: int, begin: int) -> None:
+        self.times += 1
+        if need_retry and self.times <= self.p.config.retry_times_when_send_async_failed:
+            self.p._emit_result(self.out, mq, self.attempt, error=error, final=False)
+            retry_broker = broker
+            if self.info is not None:
+                retry_broker = self.p.fault_strategy.select_one(self.info, broker).broker_name
+            addr = self.p.instance.find_broker_addr(retry_broker)
+            cfg = self.p.instance.config
+            # The same request (same header, same queue id) with a new opaque.
+            self.request = RemotingCommand.request(self.request.code, self.request.ext_fields, self.request.body,
+                                                   language=cfg.language, version=cfg.version)
+            self.attempt += 1
+            self.p.events.emit(SendAttempt(node=self.p.client_id, group=self.p.group, topic=self.out.topic,
+                                           broker=retry_broker, queue_id=self.queue_id, msg_id=self.out.uniq_id(),
+                                           attempt=self.attempt, mode=CommunicationMode.ASYNC.value))
+            self.send(None if addr is None else self.p._vip(addr), retry_broker, timeout_ms)
+            return
+        self.p._emit_result(self.out, mq, self.attempt, error=error, final=True)
+        self._deliver(None, error)
+
+    def _deliver(self, result: SendResult | None, error: BaseException | None) -> None:
+        if self.user is None:
+            return
+        if error is not None:
+            self.user.set_exception(error)
+        else:
+            self.user.set_result(result)

@@ -1,0 +1,398 @@
+"""The test-double facade: a name server, brokers and clients on one runtime, with fault injection.
+
+```python
+with Cluster(brokers=2, clock="simulated", seed=7) as cluster:
+    cluster.create_topic("TopicTest", queues=4)
+    producer = cluster.producer("PG")
+    producer.send(Message("TopicTest", b"hello", tags="A"))
+    consumer = cluster.push_consumer("CG", {"TopicTest": "*"}, listener)
+    cluster.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_ERROR", times=1)
+    cluster.run_until_idle()
+```
+
+Brokers are named ``broker-a``, ``broker-b``, …; every client gets its own client instance (client id
+``127.0.0.1@<group>-<n>``). Options of producers and consumers are the fields of ``ProducerConfig`` /
+``ConsumerConfig`` passed as keyword arguments.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from rocketspec.refimpl.broker.broker import Broker
+from rocketspec.refimpl.broker.config import BrokerConfig
+from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
+from rocketspec.refimpl.client.consumer_config import ConsumerConfig
+from rocketspec.refimpl.client.instance import ClientInstance
+from rocketspec.refimpl.client.lite_pull_consumer import LitePullConsumer
+from rocketspec.refimpl.client.producer import Producer
+from rocketspec.refimpl.client.push_consumer import PushConsumer
+from rocketspec.refimpl.client.transaction import TransactionProducer
+from rocketspec.refimpl.events import BrokerRestart, Event, EventLog
+from rocketspec.refimpl.message import MessageExt, decode_stored_message
+from rocketspec.refimpl.namesrv import NameServer
+from rocketspec.refimpl.remoting import Faults, Network
+from rocketspec.refimpl.runtime import RealRuntime, Runtime, SimulatedRuntime
+from rocketspec.refimpl.store import Disk, FileDisk, MemoryDisk
+from rocketspec.spec.protocol import (
+    DEFAULT_BROKER_PORT,
+    DEFAULT_NAMESRV_PORT,
+    DEFAULT_PERM,
+    ConsumeFromWhere,
+    MessageModel,
+)
+from rocketspec.spec.queues import MessageQueue
+
+_CLOCKS = ("simulated", "real")
+
+
+def broker_name(index: int) -> str:
+    """``broker-a`` for 0, ``broker-b`` for 1, …, ``broker-aa`` after ``broker-z``."""
+    letters = string.ascii_lowercase
+    name = ""
+    index += 1
+    while index:
+        index, rem = divmod(index - 1, 26)
+        name = letters[rem] + name
+    return f"broker-{name}"
+
+
+def _split_options(cls: type, options: Mapping[str, Any], what: str) -> dict[str, Any]:
+    names = {f.name for f in attrs.fields(cls)}
+    unknown = sorted(set(options) - names)
+    if unknown:
+        raise TypeError(f"unknown {what} option(s): {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+    return dict(options)
+
+
+def _enum_option(options: dict[str, Any], name: str, enum_type: type) -> None:
+    value = options.get(name)
+    if isinstance(value, str):
+        try:
+            options[name] = enum_type[value.upper()]
+        except KeyError:
+            choices = ", ".join(m.name for m in enum_type)  # type: ignore[attr-defined]
+            raise ValueError(f"{name} must be one of {choices}, not {value!r}") from None
+
+
+class Cluster:
+    """A name server and ``brokers`` brokers, in-process, on a simulated or real clock."""
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        clock: str = "simulated",
+        seed: int = 0,
+        latency_ms: int = 1,
+        data_dir: str | Path | None = None,
+        flush: str = "async",
+        keep_events: bool = True,
+        **broker_options: Any,
+    ) -> None:
+        if not isinstance(brokers, int) or brokers < 1:
+            raise ValueError("brokers must be a positive integer")
+        if clock not in _CLOCKS:
+            raise ValueError(f"clock must be one of {', '.join(_CLOCKS)}, not {clock!r}")
+        if flush not in ("async", "sync"):
+            raise ValueError("flush must be 'async' or 'sync'")
+        _split_options(BrokerConfig, broker_options, "broker")
+        self.runtime: Runtime = SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
+        self.events = EventLog(self.runtime.now_ms, keep=keep_events)
+        self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0)
+        self.namesrv_addr = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+        self.namesrv = NameServer(self.runtime, self.network, self.events, self.namesrv_addr)
+        self._data_dir = Path(data_dir) if data_dir is not None else None
+        self._flush = flush
+        self._broker_options = broker_options
+        self._disks: dict[str, Disk] = {}
+        self.brokers: dict[str, Broker] = {}
+        self._clients: list[ClientInstance] = []
+        self._instance_counter: dict[str, int] = {}
+        self._closed = False
+        self.runtime.submit(self.namesrv.start)
+        for i in range(brokers):
+            name = broker_name(i)
+            disk: Disk = FileDisk(self._data_dir / name) if self._data_dir is not None else MemoryDisk()
+            self._disks[name] = disk
+            self.runtime.submit(lambda name=name: self._start_broker(name))
+        self.runtime.submit(lambda: None)
+
+    # ------------------------------------------------------------------------------------------------- lifecycle
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Shut every client and server down cleanly (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+
+        def stop_all() -> None:
+            for instance in self._clients:
+                instance.shutdown()
+            for broker in self.brokers.values():
+                broker.shutdown()
+            self.namesrv.shutdown()
+
+        self.runtime.submit(stop_all)
+        self.runtime.close()
+
+    @property
+    def faults(self) -> Faults:
+        """Fault injection by node (``broker-a``, ``namesrv``, a client id), request code and client."""
+        return self.network.faults
+
+    @property
+    def broker_names(self) -> list[str]:
+        return list(self.brokers)
+
+    def now_ms(self) -> int:
+        return self.runtime.now_ms()
+
+    def run_until_idle(self, timeout_ms: int | None = None) -> int:
+        """Run until no request, delivery, delayed message, transaction check or unconsumed message is pending.
+
+        Simulated: returns the virtual milliseconds it took (default limit one simulated day). Real: polls (default
+        limit 60 s). Raises ``NotIdle`` when the limit is reached first.
+        """
+        if timeout_ms is None:
+            return self.runtime.run_until_idle()
+        return self.runtime.run_until_idle(timeout_ms)
+
+    def advance(self, ms: int) -> None:
+        """Let ``ms`` of time pass (simulated: instantly; real: sleeping)."""
+        if isinstance(self.runtime, SimulatedRuntime):
+            self.runtime.advance(ms)
+        else:
+            import time
+
+            time.sleep(ms / 1000)
+
+    # ------------------------------------------------------------------------------------------------- brokers
+    def _broker_config(self, name: str, index: int) -> BrokerConfig:
+        return BrokerConfig(
+            broker_name=name,
+            addr=f"127.0.0.1:{DEFAULT_BROKER_PORT + 10 * index}",
+            flush=self._flush,
+            **self._broker_options,
+        )
+
+    def _start_broker(self, name: str) -> Broker:
+        index = list(self._disks).index(name)
+        broker = Broker(self._broker_config(name, index), self.runtime, self.network, self.events, self.namesrv_addr,
+                        disk=self._disks[name])
+        broker.start()
+        self.brokers[name] = broker
+        return broker
+
+    def broker(self, name: str) -> Broker:
+        try:
+            return self.brokers[name]
+        except KeyError:
+            raise KeyError(f"no broker {name!r}; brokers: {', '.join(self._disks)}") from None
+
+    def stop_broker(self, name: str, *, crash: bool = False) -> None:
+        """Stop a broker: cleanly (everything persisted) or by a crash (unflushed data lost)."""
+        broker = self.broker(name)
+
+        def stop() -> None:
+            if crash:
+                broker.crash()
+            else:
+                broker.shutdown()
+            del self.brokers[name]
+
+        self.runtime.submit(stop)
+
+    def start_broker(self, name: str) -> Broker:
+        """Start a stopped broker from its disk (recovering the store, topics, offsets)."""
+        if name in self.brokers:
+            raise ValueError(f"{name} is running")
+        if name not in self._disks:
+            raise KeyError(f"no broker {name!r}")
+        return self.runtime.submit(lambda: self._start_broker(name))
+
+    def restart_broker(self, name: str, *, crash: bool = False) -> Broker:
+        self.stop_broker(name, crash=crash)
+        broker = self.start_broker(name)
+        self.runtime.submit(lambda: self.events.emit(BrokerRestart(node=name, broker=name, crashed=crash)))
+        return broker
+
+    def create_topic(
+        self,
+        topic: str,
+        queues: int = 4,
+        *,
+        read_queues: int | None = None,
+        write_queues: int | None = None,
+        perm: int = DEFAULT_PERM,
+        brokers: Iterable[str] | None = None,
+        order: bool = False,
+    ) -> None:
+        """Create (or update) a topic on every broker (or the named ones) and register the routes now."""
+        if not topic or not isinstance(topic, str):
+            raise ValueError("topic must be a non-empty string")
+        if queues < 1:
+            raise ValueError("queues must be >= 1")
+        names = list(brokers) if brokers is not None else list(self.brokers)
+        targets = [self.broker(n) for n in names]
+
+        def create() -> None:
+            for broker in targets:
+                broker.create_topic(topic, read_queues or queues, write_queues or queues, perm, order)
+                broker.register_to_namesrv()
+
+        self.runtime.submit(create)
+        self._settle()
+
+    def delete_old_data(self, name: str, segments: int = 1) -> int:
+        """Delete the ``segments`` oldest commit-log segments of a broker: consumers behind must correct offsets."""
+        broker = self.broker(name)
+        return self.runtime.submit(lambda: broker.store.delete_oldest_segments(segments))
+
+    # ------------------------------------------------------------------------------------------------- clients
+    def _instance(self, prefix: str, client_options: Mapping[str, Any]) -> ClientInstance:
+        n = self._instance_counter.get(prefix, 0) + 1
+        self._instance_counter[prefix] = n
+        options = dict(client_options)
+        options.setdefault("instance_name", f"{prefix}-{n}")
+        config = ClientConfig(**options)
+        instance = ClientInstance(self.runtime, self.network, self.events, self.namesrv_addr,
+                                  f"{config.client_ip}@{config.instance_name}", config)
+        self._clients.append(instance)
+        return instance
+
+    @staticmethod
+    def _pop_client_options(options: dict[str, Any]) -> dict[str, Any]:
+        names = {f.name for f in attrs.fields(ClientConfig)}
+        return {k: options.pop(k) for k in list(options) if k in names}
+
+    def producer(self, group: str, **options: Any) -> Producer:
+        """A started producer of ``group`` (options: ``ProducerConfig`` and ``ClientConfig`` fields)."""
+        client_options = self._pop_client_options(options)
+        _split_options(ProducerConfig, options, "producer")
+        instance = self._instance(group, client_options)
+        producer = Producer(instance, ProducerConfig(group=group, **options))
+        self.runtime.submit(producer.start)
+        self._settle()
+        return producer
+
+    def transaction_producer(
+        self,
+        group: str,
+        executor: Callable[[Any, Any], Any],
+        checker: Callable[[MessageExt], Any],
+        **options: Any,
+    ) -> TransactionProducer:
+        """A started transactional producer: ``executor(msg, arg)`` runs the local transaction, ``checker(msg)``
+        answers the broker's check-back; both return a ``TransactionState``."""
+        client_options = self._pop_client_options(options)
+        _split_options(ProducerConfig, options, "producer")
+        instance = self._instance(group, client_options)
+        producer = TransactionProducer(instance, ProducerConfig(group=group, **options), executor, checker)
+        self.runtime.submit(producer.start)
+        self._settle()
+        return producer
+
+    def _consumer_config(self, group: str, options: dict[str, Any]) -> ConsumerConfig:
+        _split_options(ConsumerConfig, options, "consumer")
+        _enum_option(options, "message_model", MessageModel)
+        _enum_option(options, "consume_from_where", ConsumeFromWhere)
+        return ConsumerConfig(group=group, **options)
+
+    def push_consumer(
+        self,
+        group: str,
+        subscriptions: Mapping[str, str] | str,
+        listener: Callable[[list[MessageExt]], Any],
+        **options: Any,
+    ) -> PushConsumer:
+        """A started push consumer; ``subscriptions`` maps topics to tag expressions (or is one topic name)."""
+        subs = {subscriptions: "*"} if isinstance(subscriptions, str) else dict(subscriptions)
+        if not subs:
+            raise ValueError("a push consumer needs at least one subscription")
+        client_options = self._pop_client_options(options)
+        config = self._consumer_config(group, options)
+        instance = self._instance(group, client_options)
+        consumer = PushConsumer(instance, config, listener)
+        for topic, expression in subs.items():
+            consumer.subscribe(topic, expression)
+        self.runtime.submit(consumer.start)
+        self._settle()
+        return consumer
+
+    def lite_pull_consumer(
+        self,
+        group: str,
+        subscriptions: Mapping[str, str] | str | None = None,
+        *,
+        queues: Iterable[MessageQueue] | None = None,
+        **options: Any,
+    ) -> LitePullConsumer:
+        """A started lite pull consumer, subscribed (rebalanced) or assigned to ``queues``."""
+        if (subscriptions is None) == (queues is None):
+            raise ValueError("give either subscriptions or queues")
+        client_options = self._pop_client_options(options)
+        config = self._consumer_config(group, options)
+        instance = self._instance(group, client_options)
+        consumer = LitePullConsumer(instance, config)
+        if subscriptions is not None:
+            subs = {subscriptions: "*"} if isinstance(subscriptions, str) else dict(subscriptions)
+            for topic, expression in subs.items():
+                consumer.subscribe(topic, expression)
+        else:
+            consumer.assign(list(queues or ()))
+        self.runtime.submit(consumer.start)
+        self._settle()
+        return consumer
+
+    def crash_client(self, client: Producer | TransactionProducer | PushConsumer | LitePullConsumer) -> None:
+        """Kill a client's process: no offsets persisted, nothing unregistered; brokers see its connections close."""
+        self.runtime.submit(client.instance.crash)
+
+    def _settle(self) -> None:
+        # Let the start-up requests (routes, heartbeats, first rebalance) go out before returning to the caller.
+        if isinstance(self.runtime, SimulatedRuntime):
+            self.runtime.advance(10 * max(1, self.network.latency_ms))
+
+    # ------------------------------------------------------------------------------------------------- inspection
+    def messages(self, topic: str) -> list[MessageExt]:
+        """Every message currently stored in ``topic``'s queues, by broker, queue and offset."""
+
+        def collect() -> list[MessageExt]:
+            out: list[MessageExt] = []
+            for name, broker in self.brokers.items():
+                store = broker.store
+                for qid in store.queue_ids(topic):
+                    lo, hi = store.min_offset(topic, qid), store.max_offset(topic, qid)
+                    for _qo, cl_offset, _size, _tags in store.queue_entries(topic, qid, lo, hi - lo):
+                        raw = store.look_message_bytes(cl_offset)
+                        if raw is not None:
+                            out.append(decode_stored_message(raw, 0, broker_name=name)[0])
+            return out
+
+        return self.runtime.submit(collect)
+
+    def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int]:
+        """The offsets ``group`` has committed on the brokers for ``topic``."""
+
+        def collect() -> dict[MessageQueue, int]:
+            out: dict[MessageQueue, int] = {}
+            for name, broker in self.brokers.items():
+                for qid, offset in broker.consumer_offsets.offsets(group, topic).items():
+                    out[MessageQueue(topic, name, qid)] = offset
+            return out
+
+        return self.runtime.submit(collect)
+
+    def events_of(self, kind: type[Event]) -> list[Any]:
+        return self.events.of(kind)

@@ -1,0 +1,274 @@
+"""Typed events: every protocol-relevant decision the reference implementation makes.
+
+Components call ``EventLog.emit(SomeEvent(...))``; the log stamps ``seq`` (total order within a run) and ``ts_ms`` and
+hands the event to subscribers (the trace recorder, tests). Field names follow the trace schema: ``node`` is a client id
+or a broker name, ``broker`` the broker a queue lives on. An event's ``kind`` is its trace kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    kind: ClassVar[str] = "event"
+    node: str
+    seq: int = -1
+    ts_ms: int = -1
+
+    def fields(self) -> dict[str, Any]:
+        """The event as a flat dict (with ``kind``), for recording."""
+        data = attrs.asdict(self, recurse=False)
+        data["kind"] = self.kind
+        return data
+
+
+@attrs.frozen(kw_only=True)
+class SendAttempt(Event):
+    """A producer sends one attempt of a message to a queue (SEND rules)."""
+
+    kind: ClassVar[str] = "send.attempt"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    msg_id: str
+    attempt: int
+    mode: str
+
+
+@attrs.frozen(kw_only=True)
+class SendResultEvent(Event):
+    """The outcome of one attempt: ``status`` is a SendStatus name, or ``ERROR`` with ``code`` / ``error``."""
+
+    kind: ClassVar[str] = "send.result"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    msg_id: str
+    attempt: int
+    status: str
+    code: int | None = None
+    offset: int | None = None
+    error: str | None = None
+    final: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RouteUpdate(Event):
+    kind: ClassVar[str] = "route.update"
+    topic: str
+    queues: tuple[str, ...]  # "broker:queueId:perm" for each queue of the route (write side)
+
+
+@attrs.frozen(kw_only=True)
+class RebalanceAssign(Event):
+    """A client's queue set for a topic after a rebalance (REB rules)."""
+
+    kind: ClassVar[str] = "rebalance.assign"
+    group: str
+    topic: str
+    strategy: str
+    consumers: tuple[str, ...]
+    queues: tuple[str, ...]  # "broker:queueId"
+
+
+@attrs.frozen(kw_only=True)
+class PullRequestEvent(Event):
+    kind: ClassVar[str] = "pull.request"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    commit_offset: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PullResponseEvent(Event):
+    """A pull answer: broker side (``node`` = broker, with the store ``status``) or client side (client ``status``)."""
+
+    kind: ClassVar[str] = "pull.response"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    code: int | None
+    status: str
+    next_offset: int | None = None
+    min_offset: int | None = None
+    max_offset: int | None = None
+    count: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class ConsumeDeliver(Event):
+    kind: ClassVar[str] = "consume.deliver"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    msg_id: str
+    reconsume_times: int
+
+
+@attrs.frozen(kw_only=True)
+class ConsumeResult(Event):
+    kind: ClassVar[str] = "consume.result"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    msg_id: str
+    status: str
+
+
+@attrs.frozen(kw_only=True)
+class OffsetUpdate(Event):
+    """A client's in-memory consume offset changes (OFF rules)."""
+
+    kind: ClassVar[str] = "offset.update"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    increase_only: bool
+
+
+@attrs.frozen(kw_only=True)
+class OffsetCommit(Event):
+    """A broker stores a consumer group's offset (``node`` = broker)."""
+
+    kind: ClassVar[str] = "offset.commit"
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    previous: int | None
+
+
+@attrs.frozen(kw_only=True)
+class MessageStored(Event):
+    """A broker appended a message to a queue (``node`` = broker)."""
+
+    kind: ClassVar[str] = "store.put"
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    msg_id: str
+    commit_log_offset: int
+    reconsume_times: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class SendBack(Event):
+    """A consumed message goes back for retry: ``target`` is the retry or DLQ topic (RETRY rules)."""
+
+    kind: ClassVar[str] = "sendback"
+    group: str
+    topic: str
+    msg_id: str
+    reconsume_times: int
+    delay_level: int
+    target: str
+    via: str  # "broker" (CONSUMER_SEND_MSG_BACK) or "client" (fallback send) or "local" (consume again)
+
+
+@attrs.frozen(kw_only=True)
+class TxnHalf(Event):
+    kind: ClassVar[str] = "txn.half"
+    group: str
+    topic: str
+    msg_id: str
+    transaction_id: str
+    offset: int  # half queue offset
+
+
+@attrs.frozen(kw_only=True)
+class TxnEnd(Event):
+    """A transaction outcome: at the producer (sent) or at the broker (applied, with ``result``)."""
+
+    kind: ClassVar[str] = "txn.end"
+    group: str
+    msg_id: str
+    transaction_id: str
+    state: str
+    from_check: bool
+    result: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class TxnCheck(Event):
+    kind: ClassVar[str] = "txn.check"
+    group: str
+    msg_id: str
+    transaction_id: str
+    check_times: int
+    action: str  # "check", "discard"
+
+
+@attrs.frozen(kw_only=True)
+class BrokerRestart(Event):
+    kind: ClassVar[str] = "broker.restart"
+    broker: str
+    crashed: bool
+
+
+@attrs.frozen(kw_only=True)
+class FaultInject(Event):
+    kind: ClassVar[str] = "fault.inject"
+    target: str
+    code: int
+    action: str
+    detail: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ClientLifecycle(Event):
+    """A client starts, shuts down or crashes."""
+
+    kind: ClassVar[str] = "client.lifecycle"
+    group: str
+    role: str
+    action: str
+
+
+class EventLog:
+    """Stamps and distributes events; keeps them when ``keep`` is set."""
+
+    def __init__(self, clock: Callable[[], int], *, keep: bool = True) -> None:
+        self._clock = clock
+        self._seq = 0
+        self.keep = keep
+        self.events: list[Event] = []
+        self._subscribers: list[Callable[[Event], None]] = []
+
+    def subscribe(self, subscriber: Callable[[Event], None]) -> None:
+        self._subscribers.append(subscriber)
+
+    def unsubscribe(self, subscriber: Callable[[Event], None]) -> None:
+        if subscriber in self._subscribers:
+            self._subscribers.remove(subscriber)
+
+    def emit(self, event: Event) -> Event:
+        stamped = attrs.evolve(event, seq=self._seq, ts_ms=self._clock())
+        self._seq += 1
+        if self.keep:
+            self.events.append(stamped)
+        for subscriber in self._subscribers:
+            subscriber(stamped)
+        return stamped
+
+    def of(self, kind: type[Event]) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]

@@ -1,0 +1,314 @@
+"""The name server: brokers register their topics, clients ask for routes (``NamesrvController``,
+``DefaultRequestProcessor``, ``RouteInfoManager`` of 4.9.8).
+
+State (``RouteInfoManager``): topic → broker name → ``QueueData``; broker name → ``BrokerData`` (addresses by broker
+id); cluster → broker names; broker address → live info (last registration, data version, channel, HA address);
+broker address → filter servers. A broker registering re-applies its topic configs only when it is new or its
+``DataVersion`` changed, and only for the master (id 0). Every 10 s (first after 5 s) brokers silent for more than
+120 s are dropped, their channel closed and their routes removed as when the channel closes (``onChannelDestroy``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import attrs
+
+from rocketspec.refimpl.events import EventLog
+from rocketspec.refimpl.remoting import Channel, HeaderError, Network, RemotingCommand, dispatch
+from rocketspec.refimpl.route import (
+    BrokerData,
+    DataVersion,
+    QueueData,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicRouteData,
+    cluster_info_json,
+    dumps_java,
+    loads_lenient,
+)
+from rocketspec.refimpl.runtime import Runtime, Timer
+from rocketspec.spec.protocol import (
+    BROKER_CHANNEL_EXPIRED_MS,
+    DEFAULT_NAMESRV_PORT,
+    FAQ_URL,
+    MASTER_ID,
+    NAMESRV_SCAN_INTERVAL_MS,
+    VERSION_V3_0_11,
+    VERSION_V4_9_4,
+    RequestCode,
+    ResponseCode,
+)
+
+NAMESRV_NODE = "namesrv"
+DEFAULT_NAMESRV_ADDR = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+# NamesrvController schedules the scan with a 5 s initial delay, then every 10 s.
+SCAN_INITIAL_DELAY_MS = 5_000
+
+
+@attrs.define
+class BrokerLiveInfo:
+    last_update_ms: int
+    data_version: DataVersion
+    channel: Any
+    ha_server_addr: str
+
+
+class NameServer:
+    """A RocketMQ name server listening on ``addr`` of a ``Network`` (node ``namesrv``)."""
+
+    def __init__(self, runtime: Runtime, network: Network, events: EventLog | None = None,
+                 addr: str = DEFAULT_NAMESRV_ADDR) -> None:
+        self.runtime = runtime
+        self.network = network
+        self.events = events
+        self.addr = addr
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, BrokerData] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLiveInfo] = {}
+        self.filter_server_table: dict[str, list[str]] = {}
+        self.running = False
+        self._scan_timer: Timer | None = None
+        self._handlers = {
+            RequestCode.REGISTER_BROKER: self._register_broker,
+            RequestCode.UNREGISTER_BROKER: self._unregister_broker,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route_info,
+            RequestCode.GET_BROKER_CLUSTER_INFO: self._get_cluster_info,
+            RequestCode.QUERY_DATA_VERSION: self._query_data_version,
+        }
+
+    # lifecycle ------------------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.running:
+            return
+        self.network.listen(self.addr, NAMESRV_NODE, self)
+        self._scan_timer = self.runtime.call_every(NAMESRV_SCAN_INTERVAL_MS, self.scan_not_active_brokers,
+                                                   initial_delay_ms=SCAN_INITIAL_DELAY_MS)
+        self.running = True
+
+    def shutdown(self) -> None:
+        """Stop listening; the route tables live in memory only and are gone with the process."""
+        if not self.running:
+            return
+        self.running = False
+        if self._scan_timer is not None:
+            self._scan_timer.cancel()
+        self.network.unlisten(self.addr)
+        self.topic_queue_table.clear()
+        self.broker_addr_table.clear()
+        self.cluster_addr_table.clear()
+        self.broker_live_table.clear()
+        self.filter_server_table.clear()
+
+    # server ---------------------------------------------------------------------------------------------------------
+    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+        return dispatch(self._handlers, request, channel)
+
+    def channel_closed(self, channel: Channel) -> None:
+        self.on_channel_destroy(channel.remote_addr, channel)
+
+    # RouteInfoManager -----------------------------------------------------------------------------------------------
+    def register_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int, ha_server_addr: str,
+                        body: RegisterBrokerBody, channel: Any) -> tuple[str | None, str | None]:
+        """``RouteInfoManager.registerBroker``; returns ``(haServerAddr, masterAddr)`` for a slave, else Nones."""
+        self.cluster_addr_table.setdefault(cluster, set()).add(broker_name)
+        register_first = False
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is None:
+            register_first = True
+            broker_data = BrokerData(cluster, broker_name, {})
+            self.broker_addr_table[broker_name] = broker_data
+        # Slave switched to master: one address keeps one id.
+        for bid, addr in list(broker_data.broker_addrs.items()):
+            if addr == broker_addr and bid != broker_id:
+                del broker_data.broker_addrs[bid]
+        old_addr = broker_data.broker_addrs.get(broker_id)
+        broker_data.broker_addrs[broker_id] = broker_addr
+        register_first = register_first or old_addr is None
+
+        if broker_id == MASTER_ID:
+            live = self.broker_live_table.get(broker_addr)
+            if live is None or live.data_version != body.data_version or register_first:
+                for config in body.topic_config_table.values():
+                    self._create_and_update_queue_data(broker_name, config)
+
+        self.broker_live_table[broker_addr] = BrokerLiveInfo(self.runtime.now_ms(), body.data_version, channel,
+                                                             ha_server_addr)
+        if body.filter_server_list is not None:
+            if body.filter_server_list:
+                self.filter_server_table[broker_addr] = list(body.filter_server_list)
+            else:
+                self.filter_server_table.pop(broker_addr, None)
+
+        if broker_id != MASTER_ID:
+            master = broker_data.broker_addrs.get(MASTER_ID)
+            if master is not None:
+                master_live = self.broker_live_table.get(master)
+                if master_live is not None:
+                    return master_live.ha_server_addr, master
+        return None, None
+
+    def _create_and_update_queue_data(self, broker_name: str, config: TopicConfig) -> None:
+        queue_data = QueueData(broker_name, config.read_queue_nums, config.write_queue_nums, config.perm,
+                               config.topic_sys_flag)
+        self.topic_queue_table.setdefault(config.topic_name, {})[broker_name] = queue_data
+
+    def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+        """``RouteInfoManager.unregisterBroker``."""
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        remove_name = False
+        broker_data = self.broker_addr_table.get(broker_name)
+        if broker_data is not None:
+            broker_data.broker_addrs.pop(broker_id, None)
+            if not broker_data.broker_addrs:
+                del self.broker_addr_table[broker_name]
+                remove_name = True
+        if remove_name:
+            names = self.cluster_addr_table.get(cluster)
+            if names is not None:
+                names.discard(broker_name)
+                if not names:
+                    del self.cluster_addr_table[cluster]
+            self._remove_topics_of(broker_name)
+
+    def _remove_topics_of(self, broker_name: str) -> None:
+        for topic in list(self.topic_queue_table):
+            queue_datas = self.topic_queue_table[topic]
+            queue_datas.pop(broker_name, None)
+            if not queue_datas:
+                del self.topic_queue_table[topic]
+
+    def pickup_topic_route(self, topic: str) -> TopicRouteData | None:
+        """``RouteInfoManager.pickupTopicRouteData``: None unless both queue data and broker data are found."""
+        queue_datas = self.topic_queue_table.get(topic)
+        if queue_datas is None:
+            return None
+        route = TopicRouteData(queue_datas=[attrs.evolve(q) for q in queue_datas.values()])
+        for name in sorted(queue_datas):
+            broker_data = self.broker_addr_table.get(name)
+            if broker_data is None:
+                continue
+            clone = broker_data.clone()
+            route.broker_datas.append(clone)
+            if self.filter_server_table:
+                for addr in clone.broker_addrs.values():
+                    servers = self.filter_server_table.get(addr)
+                    if servers is not None:
+                        route.filter_server_table[addr] = list(servers)
+        return route if route.broker_datas else None
+
+    def scan_not_active_brokers(self) -> int:
+        """``scanNotActiveBroker``: drop brokers whose last registration is more than 120 s old."""
+        removed = 0
+        now = self.runtime.now_ms()
+        for addr, live in list(self.broker_live_table.items()):
+            if live.last_update_ms + BROKER_CHANNEL_EXPIRED_MS < now:
+                del self.broker_live_table[addr]
+                if live.channel is not None:
+                    live.channel.close()
+                self.on_channel_destroy(addr, live.channel)
+                removed += 1
+        return removed
+
+    def on_channel_destroy(self, remote_addr: str, channel: Any) -> None:
+        """``onChannelDestroy``: forget the broker registered through ``channel`` (else the one at ``remote_addr``)."""
+        found = None
+        if channel is not None:
+            found = next((addr for addr, live in self.broker_live_table.items() if live.channel is channel), None)
+        if found is None:
+            found = remote_addr
+        if not found:
+            return
+        self.broker_live_table.pop(found, None)
+        self.filter_server_table.pop(found, None)
+        name_found = None
+        remove_name = False
+        for name, broker_data in list(self.broker_addr_table.items()):
+            if name_found is not None:
+                break
+            for bid, addr in list(broker_data.broker_addrs.items()):
+                if addr == found:
+                    name_found = broker_data.broker_name
+                    del broker_data.broker_addrs[bid]
+                    break
+            if not broker_data.broker_addrs:
+                remove_name = True
+                del self.broker_addr_table[name]
+        if name_found is not None and remove_name:
+            for cluster, names in list(self.cluster_addr_table.items()):
+                if name_found in names:
+                    names.discard(name_found)
+                    if not names:
+                        del self.cluster_addr_table[cluster]
+                    break
+        if remove_name and name_found is not None:
+            self._remove_topics_of(name_found)
+
+    # request handlers -----------------------------------------------------------------------------------------------
+    def _register_broker(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        broker_name = request.require("brokerName")
+        broker_addr = request.require("brokerAddr")
+        cluster = request.require("clusterName")
+        ha_server_addr = request.require("haServerAddr")
+        broker_id = request.require_int("brokerId")
+        compressed = request.bool_field("compressed")
+        crc = request.int_field("bodyCrc32", 0) or 0
+        if crc != 0 and (zlib.crc32(request.body or b"") & 0x7FFFFFFF) != crc:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
+        if request.body is None:
+            body = RegisterBrokerBody()
+        else:
+            try:
+                if request.version >= VERSION_V3_0_11:
+                    body = RegisterBrokerBody.decode(request.body, compressed)
+                else:
+                    # Brokers before V3_0_11 send the TopicConfigSerializeWrapper itself, without filter servers.
+                    wrapper = loads_lenient(request.body)
+                    if not isinstance(wrapper, dict):
+                        raise ValueError("not an object")
+                    body = RegisterBrokerBody.from_wrapper(wrapper, None)
+            except (ValueError, TypeError, AttributeError) as error:
+                raise HeaderError(f"Failed to decode RegisterBrokerBody: {error}") from None
+        ha, master = self.register_broker(cluster, broker_addr, broker_name, broker_id, ha_server_addr, body,
+                                          channel)
+        return request.response(ResponseCode.SUCCESS, {"haServerAddr": ha, "masterAddr": master})
+
+    def _unregister_broker(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        self.unregister_broker(request.require("clusterName"), request.require("brokerAddr"),
+                               request.require("brokerName"), request.require_int("brokerId"))
+        return request.response(ResponseCode.SUCCESS)
+
+    def _get_route_info(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        topic = request.require("topic")
+        route = self.pickup_topic_route(topic)
+        if route is None:
+            return request.response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                remark=f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
+            )
+        standard = request.version >= VERSION_V4_9_4 or request.bool_field("acceptStandardJsonOnly")
+        return request.response(ResponseCode.SUCCESS, body=route.to_json(standard=standard))
+
+    def _get_cluster_info(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        return request.response(ResponseCode.SUCCESS,
+                                body=cluster_info_json(self.broker_addr_table, self.cluster_addr_table))
+
+    def _query_data_version(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+        """QUERY_DATA_VERSION: has the broker's topic config changed? Unchanged refreshes its liveness."""
+        broker_addr = request.require("brokerAddr")
+        request.require("brokerName")
+        request.require("clusterName")
+        request.require_int("brokerId")
+        try:
+            version = DataVersion.from_dict(loads_lenient(request.body or b"{}"))
+        except (ValueError, TypeError, AttributeError) as error:
+            raise HeaderError(f"bad DataVersion body: {error}") from None
+        live = self.broker_live_table.get(broker_addr)
+        changed = live is None or live.data_version != version
+        if not changed and live is not None:
+            live.last_update_ms = self.runtime.now_ms()
+        body = dumps_java(live.data_version.to_dict()) if live is not None else None
+        return request.response(ResponseCode.SUCCESS, {"changed": changed}, body=body)

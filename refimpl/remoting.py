@@ -1,0 +1,677 @@
+"""Remoting commands and the in-process network that carries them.
+
+A ``RemotingCommand`` is what crosses the wire (``shared/REFERENCE.md`` §A): code, language, version, opaque, flag,
+remark, extFields (text values) and a body. Servers (name server, broker) implement ``Server.handle`` — a request in,
+a response out (or ``None`` when it answers later through the channel, or the request was oneway) — so a TCP
+transport only has to encode and decode frames.
+
+``Network`` is the simulated transport: every delivery is a timer on the runtime (``latency_ms`` each way), and a
+``Faults`` table can fail, drop, delay, duplicate or disconnect any request by target node, request code and client.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from rocketspec.refimpl.events import EventLog, FaultInject
+from rocketspec.refimpl.runtime import Future, Runtime
+from rocketspec.spec.protocol import (
+    RPC_ONEWAY_FLAG,
+    RPC_RESPONSE_FLAG,
+    VERSION_V4_9_8,
+    LanguageCode,
+    RequestCode,
+    ResponseCode,
+)
+
+
+class RemotingError(Exception):
+    """A request did not get a response: the transport failed (the client may retry)."""
+
+
+class RemotingConnectError(RemotingError):
+    pass
+
+
+class RemotingSendRequestError(RemotingError):
+    pass
+
+
+class RemotingTimeoutError(RemotingError):
+    pass
+
+
+class HeaderError(Exception):
+    """A request header field is missing or malformed (the server answers SYSTEM_ERROR with this text)."""
+
+
+def header_text(value: object) -> str:
+    """extFields values are text: booleans as Java prints them, numbers in decimal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, str)):
+        return str(value)
+    raise TypeError(f"a header value must be text, a number or a boolean, not {type(value).__name__}")
+
+
+def make_fields(fields: Mapping[str, object]) -> dict[str, str]:
+    """extFields from a mapping, leaving out ``None`` values as RocketMQ does."""
+    return {k: header_text(v) for k, v in fields.items() if v is not None}
+
+
+_opaque = itertools.count(1)
+
+
+@attrs.frozen
+class RemotingCommand:
+    code: int
+    ext_fields: dict[str, str] = attrs.field(factory=dict)
+    body: bytes | None = None
+    remark: str | None = None
+    opaque: int = 0
+    flag: int = 0
+    language: int = LanguageCode.JAVA
+    version: int = VERSION_V4_9_8
+
+    @classmethod
+    def request(
+        cls,
+        code: int,
+        fields: Mapping[str, object] | None = None,
+        body: bytes | None = None,
+        *,
+        oneway: bool = False,
+        language: int = LanguageCode.JAVA,
+        version: int = VERSION_V4_9_8,
+    ) -> RemotingCommand:
+        return cls(
+            code=int(code),
+            ext_fields=make_fields(fields or {}),
+            body=body,
+            opaque=next(_opaque),
+            flag=RPC_ONEWAY_FLAG if oneway else 0,
+            language=language,
+            version=version,
+        )
+
+    def response(
+        self,
+        code: int = ResponseCode.SUCCESS,
+        fields: Mapping[str, object] | None = None,
+        body: bytes | None = None,
+        remark: str | None = None,
+    ) -> RemotingCommand:
+        """The response to this request: same opaque, the response flag set."""
+        return RemotingCommand(
+            code=int(code),
+            ext_fields=make_fields(fields or {}),
+            body=body,
+            remark=remark,
+            opaque=self.opaque,
+            flag=RPC_RESPONSE_FLAG,
+            language=LanguageCode.JAVA,
+            version=VERSION_V4_9_8,
+        )
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RPC_RESPONSE_FLAG)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RPC_ONEWAY_FLAG)
+
+    def field(self, name: str, default: str | None = None) -> str | None:
+        return self.ext_fields.get(name, default)
+
+    def require(self, name: str) -> str:
+        value = self.ext_fields.get(name)
+        if value is None:
+            raise HeaderError(f"the custom field <{name}> is null")
+        return value
+
+    def int_field(self, name: str, default: int | None = None) -> int | None:
+        value = self.ext_fields.get(name)
+        if value is None or value == "":
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise HeaderError(f"the custom field <{name}> is not a number: {value!r}") from None
+
+    def require_int(self, name: str) -> int:
+        value = self.int_field(name)
+        if value is None:
+            raise HeaderError(f"the custom field <{name}> is null")
+        return value
+
+    def bool_field(self, name: str, default: bool = False) -> bool:
+        value = self.ext_fields.get(name)
+        if value is None:
+            return default
+        return value.lower() == "true"
+
+    def code_name(self) -> str:
+        try:
+            return RequestCode(self.code).name if not self.is_response else ResponseCode(self.code).name
+        except ValueError:
+            return str(self.code)
+
+
+class Channel(Protocol):
+    """One connection as the server sees it."""
+
+    remote_addr: str
+    local_addr: str
+
+    @property
+    def active(self) -> bool: ...
+
+    def send_response(self, response: RemotingCommand) -> None: ...
+
+    def invoke_oneway(self, request: RemotingCommand) -> None: ...
+
+    def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]: ...
+
+    def close(self) -> None: ...
+
+
+class Server(Protocol):
+    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None: ...
+
+    def channel_closed(self, channel: Channel) -> None: ...
+
+
+class RequestHandler(Protocol):
+    """A client's handler for requests a server sends it (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE)."""
+
+    def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None: ...
+
+
+# ------------------------------------------------------------------------------------------------------------ faults
+
+
+@attrs.define
+class FaultRule:
+    """One fault: ``action`` on requests to ``target`` (node name, or ``*``) with ``code`` (or any) from ``client``.
+
+    Actions: ``fail`` (answer ``response_code`` without processing), ``drop`` (the request is lost), ``drop_response``
+    (processed, the response is lost), ``delay`` (``delay_ms`` more each way), ``duplicate`` (delivered twice),
+    ``disconnect`` (the connection breaks). ``times`` None means every matching request; ``probability`` draws from the
+    runtime's seeded generator.
+    """
+
+    action: str
+    target: str = "*"
+    code: int | None = None
+    client: str | None = None
+    response_code: int = ResponseCode.SYSTEM_ERROR
+    remark: str | None = None
+    delay_ms: int = 0
+    times: int | None = None
+    probability: float = 1.0
+    fired: int = 0
+
+    ACTIONS = ("fail", "drop", "drop_response", "delay", "duplicate", "disconnect")
+
+    def __attrs_post_init__(self) -> None:
+        if self.action not in self.ACTIONS:
+            raise ValueError(f"unknown fault action {self.action!r}; one of {', '.join(self.ACTIONS)}")
+        if self.times is not None and self.times < 0:
+            raise ValueError("times must be >= 0")
+        if not 0.0 <= self.probability <= 1.0:
+            raise ValueError("probability must be within [0, 1]")
+
+    def matches(self, target: str, code: int, client: str) -> bool:
+        if self.times is not None and self.fired >= self.times:
+            return False
+        return (
+            self.target in ("*", target)
+            and (self.code is None or self.code == code)
+            and (self.client is None or self.client == client)
+        )
+
+
+def parse_request_code(code: int | str | None) -> int | None:
+    if code is None or code == "*":
+        return None
+    if isinstance(code, int):
+        return int(code)
+    try:
+        return int(RequestCode[code])
+    except KeyError:
+        if code.isdigit():
+            return int(code)
+        raise ValueError(f"unknown request code {code!r}") from None
+
+
+def parse_response_code(code: int | str) -> int:
+    if isinstance(code, int):
+        return int(code)
+    try:
+        return int(ResponseCode[code])
+    except KeyError:
+        if code.isdigit():
+            return int(code)
+        raise ValueError(f"unknown response code {code!r}") from None
+
+
+class Faults:
+    """The fault table a transport consults for every request (in-process network or TCP server)."""
+
+    def __init__(self, runtime: Runtime, events: EventLog | None = None) -> None:
+        self._runtime = runtime
+        self._events = events
+        self.rules: list[FaultRule] = []
+
+    def add(self, rule: FaultRule) -> FaultRule:
+        self.rules.append(rule)
+        return rule
+
+    def fail(
+        self,
+        target: str,
+        request: int | str | None = None,
+        *,
+        code: int | str = "SYSTEM_ERROR",
+        remark: str | None = None,
+        times: int | None = None,
+        client: str | None = None,
+        probability: float = 1.0,
+    ) -> FaultRule:
+        """Answer matching requests with the error ``code`` (a ResponseCode name or number) without processing them."""
+        return self.add(FaultRule("fail", target, parse_request_code(request), client, parse_response_code(code),
+                                  remark or "injected fault", 0, times, probability))
+
+    def drop(self, target: str, request: int | str | None = None, *, times: int | None = None,
+             client: str | None = None, probability: float = 1.0, response: bool = False) -> FaultRule:
+        """Lose matching requests (or, with ``response=True``, their responses after processing)."""
+        action = "drop_response" if response else "drop"
+        return self.add(FaultRule(action, target, parse_request_code(request), client, times=times,
+                                  probability=probability))
+
+    def delay(self, target: str, request: int | str | None = None, *, ms: int, times: int | None = None,
+              client: str | None = None, probability: float = 1.0) -> FaultRule:
+        return self.add(FaultRule("delay", target, parse_request_code(request), client, delay_ms=ms, times=times,
+                                  probability=probability))
+
+    def duplicate(self, target: str, request: int | str | None = None, *, times: int | None = None,
+                  client: str | None = None, probability: float = 1.0) -> FaultRule:
+        return self.add(FaultRule("duplicate", target, parse_request_code(request), client, times=times,
+                                  probability=probability))
+
+    def disconnect(self, target: str, request: int | str | None = None, *, times: int | None = None,
+                   client: str | None = None, probability: float = 1.0) -> FaultRule:
+        return self.add(FaultRule("disconnect", target, parse_request_code(request), client, times=times,
+                                  probability=probability))
+
+    def remove(self, rule: FaultRule) -> None:
+        if rule in self.rules:
+            self.rules.remove(rule)
+
+    def clear(self) -> None:
+        self.rules.clear()
+
+    def decide(self, target: str, code: int, client: str) -> list[FaultRule]:
+        """The rules that fire for this request, counted as fired and reported as events."""
+        fired = []
+        for rule in self.rules:
+            if not rule.matches(target, code, client):
+                continue
+            if rule.probability < 1.0 and self._runtime.random.random() >= rule.probability:
+                continue
+            rule.fired += 1
+            fired.append(rule)
+            if self._events is not None:
+                detail = ResponseCode(rule.response_code).name if rule.action == "fail" else ""
+                if rule.action == "delay":
+                    detail = f"{rule.delay_ms} ms"
+                self._events.emit(FaultInject(node=client, target=target, code=code, action=rule.action,
+                                              detail=detail))
+        return fired
+
+
+# ----------------------------------------------------------------------------------------------------------- network
+
+
+class _Connection:
+    """A connection between a client endpoint and a server endpoint on the in-process network."""
+
+    def __init__(self, network: Network, client: _Endpoint, server: _Listener) -> None:
+        self.network = network
+        self.client = client
+        self.server = server
+        self.open = True
+        self.server_side = _ServerChannel(self)
+        self.client_side = _ClientChannel(self)
+        # Requests the server sent to the client and waits on: opaque -> future.
+        self.server_pending: dict[int, Future[RemotingCommand]] = {}
+
+    def close(self) -> None:
+        if not self.open:
+            return
+        self.open = False
+        self.network._forget(self)
+        for future in self.client.pending_on(self):
+            future.set_exception(RemotingSendRequestError(f"connection to {self.server.addr} closed"))
+        for future in list(self.server_pending.values()):
+            future.set_exception(RemotingSendRequestError(f"connection to {self.client.addr} closed"))
+        self.server_pending.clear()
+        self.server.server.channel_closed(self.server_side)
+
+
+class _ServerChannel:
+    """The server's view of a connection: remote is the client."""
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self.remote_addr = conn.client.addr
+        self.local_addr = conn.server.addr
+
+    @property
+    def active(self) -> bool:
+        return self._conn.open
+
+    @property
+    def client_node(self) -> str:
+        return self._conn.client.node
+
+    def send_response(self, response: RemotingCommand) -> None:
+        self._conn.network._deliver_response(self._conn, response, 0)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        self._conn.network._server_to_client(self._conn, request, None)
+
+    def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]:
+        future: Future[RemotingCommand] = Future()
+        self._conn.network._server_to_client(self._conn, request, future, timeout_ms)
+        return future
+
+    def close(self) -> None:
+        self._conn.network.runtime.call_soon(self._conn.close)
+
+    def __repr__(self) -> str:
+        return f"<channel {self.remote_addr} -> {self.local_addr}>"
+
+
+class _ClientChannel:
+    """The client's view of a connection (passed to its handler for server-initiated requests)."""
+
+    def __init__(self, conn: _Connection) -> None:
+        self._conn = conn
+        self.remote_addr = conn.server.addr
+        self.local_addr = conn.client.addr
+
+    @property
+    def active(self) -> bool:
+        return self._conn.open
+
+    def send_response(self, response: RemotingCommand) -> None:
+        conn = self._conn
+        if not conn.open:
+            return
+        latency = conn.network.latency_ms
+
+        def arrive() -> None:
+            future = conn.server_pending.pop(response.opaque, None)
+            if future is not None and conn.open:
+                future.set_result(response)
+
+        conn.network.runtime.call_later(latency, arrive)
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        raise NotImplementedError("clients send requests through their RemotingClient")
+
+    def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]:
+        raise NotImplementedError("clients send requests through their RemotingClient")
+
+    def close(self) -> None:
+        self._conn.network.runtime.call_soon(self._conn.close)
+
+
+class _Listener:
+    def __init__(self, addr: str, node: str, server: Server) -> None:
+        self.addr = addr
+        self.node = node
+        self.server = server
+
+
+class _Endpoint:
+    """A client endpoint: its address, node name, handler and outstanding requests."""
+
+    def __init__(self, addr: str, node: str, handler: RequestHandler | None) -> None:
+        self.addr = addr
+        self.node = node
+        self.handler = handler
+        self.pending: dict[int, tuple[_Connection, Future[RemotingCommand]]] = {}
+
+    def pending_on(self, conn: _Connection) -> list[Future[RemotingCommand]]:
+        out = [f for opaque, (c, f) in list(self.pending.items()) if c is conn]
+        for opaque in [o for o, (c, _) in self.pending.items() if c is conn]:
+            del self.pending[opaque]
+        return out
+
+
+class Network:
+    """The in-process transport of a simulated or real cluster.
+
+    Servers ``listen`` on an address; clients get a ``RemotingClient`` from ``client``. Each direction of each
+    delivery takes ``latency_ms`` on the runtime's clock, plus any fault delay.
+    """
+
+    def __init__(self, runtime: Runtime, events: EventLog | None = None, latency_ms: int = 1) -> None:
+        self.runtime = runtime
+        self.events = events
+        self.latency_ms = latency_ms
+        self.faults = Faults(runtime, events)
+        self._listeners: dict[str, _Listener] = {}
+        self._connections: dict[tuple[str, str], _Connection] = {}
+        self._ports = itertools.count(40_001)
+
+    # servers ------------------------------------------------------------------------------------------------------
+    def listen(self, addr: str, node: str, server: Server) -> None:
+        if addr in self._listeners:
+            raise ValueError(f"address {addr} already in use")
+        self._listeners[addr] = _Listener(addr, node, server)
+
+    def unlisten(self, addr: str) -> None:
+        """Stop a server: its address refuses connections and every open connection to it closes."""
+        self._listeners.pop(addr, None)
+        for key, conn in list(self._connections.items()):
+            if key[1] == addr:
+                conn.close()
+
+    def node_of(self, addr: str) -> str | None:
+        listener = self._listeners.get(addr)
+        return listener.node if listener else None
+
+    # clients ------------------------------------------------------------------------------------------------------
+    def client(self, node: str, handler: RequestHandler | None = None, host: str = "127.0.0.1") -> RemotingClient:
+        endpoint = _Endpoint(f"{host}:{next(self._ports)}", node, handler)
+        return RemotingClient(self, endpoint)
+
+    def disconnect_client(self, endpoint: _Endpoint) -> None:
+        for key, conn in list(self._connections.items()):
+            if key[0] == endpoint.addr:
+                conn.close()
+
+    def _forget(self, conn: _Connection) -> None:
+        key = (conn.client.addr, conn.server.addr)
+        if self._connections.get(key) is conn:
+            del self._connections[key]
+
+    def _connect(self, endpoint: _Endpoint, addr: str) -> _Connection:
+        key = (endpoint.addr, addr)
+        conn = self._connections.get(key)
+        if conn is not None and conn.open:
+            return conn
+        listener = self._listeners.get(addr)
+        if listener is None:
+            raise RemotingConnectError(f"connect to {addr} failed")
+        conn = _Connection(self, endpoint, listener)
+        self._connections[key] = conn
+        return conn
+
+    # deliveries ---------------------------------------------------------------------------------------------------
+    def _send(
+        self,
+        endpoint: _Endpoint,
+        addr: str,
+        request: RemotingCommand,
+        timeout_ms: int | None,
+        daemon: bool,
+    ) -> Future[RemotingCommand]:
+        future: Future[RemotingCommand] = Future()
+        try:
+            conn = self._connect(endpoint, addr)
+        except RemotingConnectError as error:
+            # Connection failures surface asynchronously, as a real client sees them.
+            failure = error
+            self.runtime.call_soon(lambda: future.set_exception(failure))
+            return future
+        oneway = request.is_oneway
+        target = conn.server.node
+        rules = self.faults.decide(target, request.code, endpoint.node) if self.faults.rules else []
+        actions = {r.action for r in rules}
+        extra = sum(r.delay_ms for r in rules if r.action == "delay")
+        if not oneway:
+            endpoint.pending[request.opaque] = (conn, future)
+            if timeout_ms is not None:
+                timer = self.runtime.call_later(timeout_ms, lambda: self._timeout(endpoint, request, addr, timeout_ms),
+                                                daemon=daemon)
+                future.add_done_callback(lambda _f: timer.cancel())
+        else:
+            self.runtime.call_soon(lambda: future.set_result(request))
+        if "disconnect" in actions:
+            self.runtime.call_later(self.latency_ms + extra, conn.close)
+            return future
+        fail = next((r for r in rules if r.action == "fail"), None)
+        if fail is not None:
+            if not oneway:
+                response = request.response(fail.response_code, remark=fail.remark)
+                self.runtime.call_later(2 * self.latency_ms + extra, lambda: self._arrive_response(conn, response))
+            return future
+        if "drop" in actions:
+            return future
+        copies = 2 if "duplicate" in actions else 1
+        drop_response = "drop_response" in actions
+        for _ in range(copies):
+            self.runtime.call_later(
+                self.latency_ms + extra,
+                lambda: self._arrive_request(conn, request, extra, drop_response),
+                daemon=daemon,
+            )
+        return future
+
+    def _timeout(self, endpoint: _Endpoint, request: RemotingCommand, addr: str, timeout_ms: int) -> None:
+        entry = endpoint.pending.pop(request.opaque, None)
+        if entry is not None:
+            entry[1].set_exception(RemotingTimeoutError(f"wait response on {addr} timeout {timeout_ms} ms"))
+
+    def _arrive_request(self, conn: _Connection, request: RemotingCommand, extra: int, drop_response: bool) -> None:
+        if not conn.open:
+            return
+        response = conn.server.server.handle(request, conn.server_side)
+        if response is not None and not request.is_oneway and not drop_response:
+            self._deliver_response(conn, response, extra)
+
+    def _deliver_response(self, conn: _Connection, response: RemotingCommand, extra: int) -> None:
+        if conn.open:
+            self.runtime.call_later(self.latency_ms + extra, lambda: self._arrive_response(conn, response))
+
+    def _arrive_response(self, conn: _Connection, response: RemotingCommand) -> None:
+        if not conn.open:
+            return
+        entry = conn.client.pending.pop(response.opaque, None)
+        if entry is not None:
+            entry[1].set_result(response)
+
+    def _server_to_client(
+        self,
+        conn: _Connection,
+        request: RemotingCommand,
+        future: Future[RemotingCommand] | None,
+        timeout_ms: int = 3000,
+    ) -> None:
+        if not conn.open:
+            if future is not None:
+                self.runtime.call_soon(lambda: future.set_exception(RemotingSendRequestError("channel closed")))
+            return
+        if future is not None:
+            conn.server_pending[request.opaque] = future
+            timer = self.runtime.call_later(timeout_ms, lambda: self._server_timeout(conn, request), daemon=True)
+            future.add_done_callback(lambda _f: timer.cancel())
+
+        def arrive() -> None:
+            handler = conn.client.handler
+            if not conn.open or handler is None:
+                return
+            response = handler.handle(request, conn.client_side)
+            if response is not None and not request.is_oneway:
+                conn.client_side.send_response(response)
+
+        self.runtime.call_later(self.latency_ms, arrive)
+
+    def _server_timeout(self, conn: _Connection, request: RemotingCommand) -> None:
+        future = conn.server_pending.pop(request.opaque, None)
+        if future is not None:
+            future.set_exception(RemotingTimeoutError("server request timed out"))
+
+
+class RemotingClient:
+    """A client's side of the network: requests to server addresses, a handler for requests servers send back."""
+
+    def __init__(self, network: Network, endpoint: _Endpoint) -> None:
+        self.network = network
+        self._endpoint = endpoint
+
+    @property
+    def addr(self) -> str:
+        return self._endpoint.addr
+
+    @property
+    def node(self) -> str:
+        return self._endpoint.node
+
+    def set_handler(self, handler: RequestHandler) -> None:
+        self._endpoint.handler = handler
+
+    def invoke(self, addr: str, request: RemotingCommand, timeout_ms: int, *, daemon: bool = False
+               ) -> Future[RemotingCommand]:
+        """Send a request; the future gets the response or a ``RemotingError``.
+
+        ``daemon`` marks waits that are housekeeping (long-polling pulls) so they don't keep a simulation busy.
+        """
+        if request.is_oneway:
+            raise ValueError("use invoke_oneway for oneway requests")
+        return self.network._send(self._endpoint, addr, request, timeout_ms, daemon)
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        if not request.is_oneway:
+            request = attrs.evolve(request, flag=request.flag | RPC_ONEWAY_FLAG)
+        self.network._send(self._endpoint, addr, request, None, False)
+
+    def close(self) -> None:
+        """Close every connection (a clean shutdown or a crash: servers see the channels close)."""
+        self.network.disconnect_client(self._endpoint)
+
+
+def dispatch(handlers: Mapping[int, Callable[[RemotingCommand, Any], RemotingCommand | None]],
+             request: RemotingCommand, channel: Any) -> RemotingCommand | None:
+    """Route a request to its handler; unknown codes and bad headers get the error response RocketMQ gives."""
+    handler = handlers.get(request.code)
+    if handler is None:
+        if request.is_oneway:
+            return None
+        return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                 remark=f" request type {request.code} not supported")
+    try:
+        return handler(request, channel)
+    except HeaderError as error:
+        if request.is_oneway:
+            return None
+        return request.response(ResponseCode.SYSTEM_ERROR, remark=str(error))

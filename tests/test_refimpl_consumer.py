@@ -1,0 +1,613 @@
+"""Push and lite pull consumers end to end: simulated runtime, network, name server, brokers, producer, consumers.
+
+Runs through the ``Cluster`` facade, which wires exactly those parts; the assertions look at what the consumers
+deliver, what the brokers store and commit, and the events the consumers emit.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rocketspec.refimpl.client.consume_service import ConsumeConcurrentlyContext
+from rocketspec.refimpl.client.consumer_config import ConsumerConfig
+from rocketspec.refimpl.client.errors import MQClientError
+from rocketspec.refimpl.cluster import Cluster
+from rocketspec.refimpl.events import (
+    ConsumeDeliver,
+    ConsumeResult,
+    OffsetUpdate,
+    PullRequestEvent,
+    PullResponseEvent,
+    RebalanceAssign,
+    SendBack,
+)
+from rocketspec.refimpl.message import Message
+from rocketspec.spec.protocol import (
+    DELAY_LEVEL_MILLIS,
+    PULL_FLAG_COMMIT_OFFSET,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    dlq_topic,
+    retry_topic,
+)
+from rocketspec.spec.queues import MessageQueue
+
+
+def collecting(seen: list, status: object = ConsumeStatus.CONSUME_SUCCESS):
+    def listener(msgs):
+        seen.extend(msgs)
+        return status
+
+    return listener
+
+
+def send_n(producer: Any, topic: str, n: int, prefix: str = "m") -> set[str]:
+    return {producer.send(Message(topic, f"{prefix}{i}".encode())).msg_id for i in range(n)}
+
+
+def test_clustering_consumers_split_the_queues_and_consume_everything() -> None:
+    with Cluster(brokers=2, seed=3) as cluster:
+        cluster.create_topic("T", queues=4)
+        producer = cluster.producer("PG")
+        seen: list = []
+        consumers = [cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+                     for _ in range(2)]
+        cluster.advance(100)
+        sent = send_n(producer, "T", 40)
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == sent
+        owned = [c.assignment()["T"] for c in consumers]
+        assert len(owned[0]) == len(owned[1]) == 4 and not owned[0] & owned[1]
+        assert sum(cluster.committed_offsets("CG", "T").values()) == 40
+        # Every delivery is followed by its result; offsets only move forward with increaseOnly updates.
+        delivered = Counter(e.msg_id for e in cluster.events_of(ConsumeDeliver))
+        results = Counter(e.msg_id for e in cluster.events_of(ConsumeResult))
+        assert delivered == results
+        assigns = [e for e in cluster.events_of(RebalanceAssign) if e.topic == "T"]
+        assert assigns and all(e.strategy == "AVG" for e in assigns)
+
+
+def test_join_and_leave_rebalance_the_group() -> None:
+    with Cluster(brokers=1, seed=5) as cluster:
+        cluster.create_topic("T", queues=6)
+        producer = cluster.producer("PG")
+        seen: list = []
+        first = cluster.push_consumer("CG", "T", collecting(seen))
+        cluster.advance(100)
+        assert len(first.assignment()["T"]) == 6
+        second = cluster.push_consumer("CG", "T", collecting(seen))
+        third = cluster.push_consumer("CG", "T", collecting(seen))
+        cluster.advance(1_000)
+        sizes = sorted(len(c.assignment()["T"]) for c in (first, second, third))
+        assert sizes == [2, 2, 2]
+        union = set().union(*(c.assignment()["T"] for c in (first, second, third)))
+        assert len(union) == 6
+        second.shutdown()
+        cluster.advance(1_000)
+        left = [first.assignment()["T"], third.assignment()["T"]]
+        assert sorted(len(a) for a in left) == [3, 3] and not left[0] & left[1]
+        sent = send_n(producer, "T", 30)
+        cluster.run_until_idle()
+        assert sent <= {m.msg_id for m in seen}
+        latest = [e for e in cluster.events_of(RebalanceAssign) if e.node == third.instance.client_id
+                  and e.topic == "T"][-1]
+        assert len(latest.consumers) == 2
+
+
+def test_crashed_consumer_queues_are_taken_over() -> None:
+    with Cluster(brokers=1, seed=6) as cluster:
+        cluster.create_topic("T", queues=4)
+        producer = cluster.producer("PG")
+        seen: list = []
+        survivor = cluster.push_consumer("CG", "T", collecting(seen))
+        victim = cluster.push_consumer("CG", "T", collecting([]))
+        cluster.advance(1_000)
+        assert len(survivor.assignment()["T"]) == 2
+        cluster.crash_client(victim)
+        sent = send_n(producer, "T", 20)
+        cluster.run_until_idle()
+        assert len(survivor.assignment()["T"]) == 4
+        assert sent <= {m.msg_id for m in seen}
+
+
+def test_broadcasting_delivers_to_every_consumer_with_local_offsets(tmp_path: Path) -> None:
+    with Cluster(brokers=2, seed=11) as cluster:
+        cluster.create_topic("T", queues=2)
+        seen_a: list = []
+        seen_b: list = []
+        a = cluster.push_consumer("BG", "T", collecting(seen_a), message_model="BROADCASTING",
+                                  offset_store_dir=str(tmp_path))
+        cluster.push_consumer("BG", "T", collecting(seen_b, ConsumeStatus.RECONSUME_LATER),
+                              message_model="BROADCASTING", offset_store_dir=str(tmp_path))
+        producer = cluster.producer("PG")
+        sent = send_n(producer, "T", 12)
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen_a} == sent
+        # Broadcasting never sends failures back: each message is seen exactly once.
+        assert sorted(m.msg_id for m in seen_b) == sorted(sent)
+        assert not cluster.events_of(SendBack)
+        assert cluster.committed_offsets("BG", "T") == {}
+        stored = tmp_path / a.instance.client_id / "BG" / "offsets.json"
+        assert stored.exists()
+        assert sum(a.offsets().values()) == 12
+
+
+def test_reconsume_later_comes_back_after_the_delay_level_with_one_more_reconsume() -> None:
+    with Cluster(brokers=1, seed=2) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        deliveries: list = []
+
+        def fail_twice(msgs):
+            deliveries.extend((cluster.now_ms(), m.reconsume_times, m.topic) for m in msgs)
+            return ConsumeStatus.RECONSUME_LATER if msgs[0].reconsume_times < 2 else ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = cluster.push_consumer("CG", "T", fail_twice)
+        cluster.advance(100)
+        producer.send(Message("T", b"retry me"))
+        cluster.run_until_idle()
+        assert [r for _, r, _ in deliveries] == [0, 1, 2]
+        assert {t for _, _, t in deliveries} == {"T"}  # the retry topic is hidden (resetRetryAndNamespace)
+        first_gap = deliveries[1][0] - deliveries[0][0]
+        second_gap = deliveries[2][0] - deliveries[1][0]
+        assert DELAY_LEVEL_MILLIS[2] <= first_gap <= DELAY_LEVEL_MILLIS[2] + 1_000
+        assert DELAY_LEVEL_MILLIS[3] <= second_gap <= DELAY_LEVEL_MILLIS[3] + 1_000
+        backs = [e for e in cluster.events_of(SendBack) if e.node == consumer.instance.client_id]
+        assert [(b.via, b.target, b.reconsume_times, b.delay_level) for b in backs] == [
+            ("broker", retry_topic("CG"), 1, 0), ("broker", retry_topic("CG"), 2, 0)]
+
+
+def test_send_back_falls_back_to_the_client_producer() -> None:
+    with Cluster(brokers=1, seed=7) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        deliveries: list = []
+
+        def fail_twice(msgs):
+            deliveries.extend((cluster.now_ms(), m.reconsume_times, m.topic, m.queue.topic) for m in msgs)
+            return ConsumeStatus.RECONSUME_LATER if len(deliveries) < 3 else ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = cluster.push_consumer("CG", "T", fail_twice)
+        cluster.advance(100)
+        cluster.faults.fail("broker-a", "CONSUMER_SEND_MSG_BACK", times=2)
+        sent = producer.send(Message("T", b"x"))
+        cluster.run_until_idle()
+        # The client sends to %RETRY%CG itself with DELAY 3 + reconsumeTimes; the message keeps its id.
+        assert [(r, t, q) for _, r, t, q in deliveries] == [
+            (0, "T", "T"), (1, "T", retry_topic("CG")), (2, "T", retry_topic("CG"))]
+        backs = [(b.via, b.delay_level, b.reconsume_times, b.msg_id) for b in cluster.events_of(SendBack)]
+        assert backs == [("client", 3, 1, sent.msg_id), ("client", 4, 2, sent.msg_id)]
+        assert DELAY_LEVEL_MILLIS[3] <= deliveries[2][0] - deliveries[1][0] <= DELAY_LEVEL_MILLIS[3] + 1_000
+        assert consumer.offsets()[MessageQueue("T", "broker-a", 0)] == 1
+
+
+def test_local_retry_when_every_send_back_fails() -> None:
+    with Cluster(brokers=1, seed=8) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        deliveries: list = []
+
+        def fail_once(msgs):
+            deliveries.extend((cluster.now_ms(), m.reconsume_times) for m in msgs)
+            return ConsumeStatus.RECONSUME_LATER if len(deliveries) == 1 else ConsumeStatus.CONSUME_SUCCESS
+
+        cluster.push_consumer("CG", "T", fail_once)
+        cluster.advance(100)
+        producer.send(Message("T", b"x"))
+        cluster.faults.fail("broker-a", "CONSUMER_SEND_MSG_BACK")
+        cluster.faults.fail("broker-a", "SEND_MESSAGE_V2")
+        cluster.run_until_idle()
+        assert [r for _, r in deliveries] == [0, 1]
+        assert 5_000 <= deliveries[1][0] - deliveries[0][0] <= 5_100
+        assert [b.via for b in cluster.events_of(SendBack)] == ["local"]
+        assert list(cluster.committed_offsets("CG", "T").values()) == [1]
+
+
+def test_ack_index_acknowledges_a_prefix_of_the_batch() -> None:
+    with Cluster(brokers=1, seed=9) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(3):
+            producer.send(Message("T", str(i).encode()))
+        calls: list = []
+
+        def partial(msgs, context: ConsumeConcurrentlyContext):
+            calls.append([(m.body, m.reconsume_times) for m in msgs])
+            if len(msgs) == 3:
+                context.ack_index = 0
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        cluster.push_consumer("CG", "T", partial, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                              consume_message_batch_max_size=3)
+        cluster.run_until_idle()
+        assert calls[0] == [(b"0", 0), (b"1", 0), (b"2", 0)]
+        redelivered = sorted(b for call in calls[1:] for b, r in call if r == 1)
+        assert redelivered == [b"1", b"2"]
+        statuses = [e.status for e in cluster.events_of(ConsumeResult)][:3]
+        assert statuses == ["CONSUME_SUCCESS", "RECONSUME_LATER", "RECONSUME_LATER"]
+
+
+def test_orderly_consumption_keeps_queue_order_and_holds_broker_locks() -> None:
+    with Cluster(brokers=1, seed=12) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        order: dict[int, list[int]] = {}
+        suspended = {"left": 2}
+
+        def orderly(msgs):
+            for m in msgs:
+                if suspended["left"] and int(m.body) == 3:
+                    suspended["left"] -= 1
+                    return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                order.setdefault(m.queue_id, []).append(int(m.body))
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer = cluster.push_consumer("OG", "T", orderly, orderly=True,
+                                         consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.advance(100)
+        queues = sorted(consumer.assignment()["T"])
+        for i in range(20):
+            producer.send(Message("T", str(i).encode()), queue=queues[i % 2])
+        cluster.run_until_idle()
+        assert order[0] == list(range(0, 20, 2)) and order[1] == list(range(1, 20, 2))
+        deliveries = [e for e in cluster.events_of(ConsumeDeliver) if e.queue_id == 1 and e.offset == 1]
+        assert [d.reconsume_times for d in deliveries] == [0, 1, 2]
+        assert sum(cluster.committed_offsets("OG", "T").values()) == 20
+        locks = cluster.broker("broker-a").locks
+        assert {locks.holder("OG", mq) for mq in queues} == {consumer.instance.client_id}
+        consumer.shutdown()
+        cluster.run_until_idle()
+        assert {locks.holder("OG", mq) for mq in queues} == {None}
+
+
+def test_orderly_second_consumer_waits_for_the_lock() -> None:
+    with Cluster(brokers=1, seed=13) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        seen: list = []
+        first = cluster.push_consumer("OG", "T", collecting(seen, ConsumeOrderlyStatus.SUCCESS), orderly=True)
+        cluster.advance(100)
+        second = cluster.push_consumer("OG", "T", collecting(seen, ConsumeOrderlyStatus.SUCCESS), orderly=True)
+        cluster.advance(25_000)
+        owned = [first.assignment().get("T", set()), second.assignment().get("T", set())]
+        assert sorted(len(o) for o in owned) == [1, 1] and not owned[0] & owned[1]
+        sent = send_n(producer, "T", 10)
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == sent
+
+
+def test_offsets_are_persisted_and_resumed_after_a_clean_restart() -> None:
+    with Cluster(brokers=1, seed=14) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        first_seen: list = []
+        consumer = cluster.push_consumer("CG", "T", collecting(first_seen),
+                                         consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        first = send_n(producer, "T", 10, "a")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in first_seen} == first
+        consumer.shutdown()
+        cluster.run_until_idle()
+        assert sum(cluster.committed_offsets("CG", "T").values()) == 10
+        later = send_n(producer, "T", 6, "b")
+        again: list = []
+        cluster.push_consumer("CG", "T", collecting(again), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in again} == later
+
+
+def test_pulls_commit_the_in_memory_offset() -> None:
+    with Cluster(brokers=1, seed=15) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        cluster.push_consumer("CG", "T", collecting([]), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        send_n(producer, "T", 3)
+        cluster.run_until_idle()
+        send_n(producer, "T", 1, "x")
+        cluster.run_until_idle()
+        pulls = [e for e in cluster.events_of(PullRequestEvent) if e.topic == "T"]
+        assert any(p.commit_offset is not None and p.commit_offset > 0 for p in pulls)
+        assert PULL_FLAG_COMMIT_OFFSET == 1
+        updates = [e for e in cluster.events_of(OffsetUpdate) if e.topic == "T"]
+        assert [u.offset for u in updates][-1] == 4
+
+
+def test_offset_illegal_is_corrected_after_old_data_is_deleted() -> None:
+    with Cluster(brokers=1, seed=4, segment_bytes=4096) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(120):
+            producer.send(Message("T", b"y" * 100 + str(i).encode()))
+        assert cluster.delete_old_data("broker-a", segments=2) == 2
+        low = cluster.broker("broker-a").store.min_offset("T", 0)
+        assert low > 0
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.run_until_idle()
+        assert sorted(m.queue_offset for m in seen) == list(range(low, 120))
+        illegal = [e for e in cluster.events_of(PullResponseEvent)
+                   if e.status == "OFFSET_ILLEGAL" and e.node != "broker-a"]
+        assert illegal and illegal[0].next_offset == low
+        assert list(cluster.committed_offsets("CG", "T").values()) == [120]
+
+
+def test_new_group_starts_at_zero_while_the_first_message_is_in_memory() -> None:
+    """The broker answers QUERY_CONSUMER_OFFSET with 0 for a group without offset while offset 0 of the queue is
+    still stored: CONSUME_FROM_LAST_OFFSET then reads the old messages too."""
+    with Cluster(brokers=1, seed=16) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        old = send_n(producer, "T", 8, "old")
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen))
+        cluster.advance(100)
+        new = send_n(producer, "T", 4, "new")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == old | new
+
+
+def test_consume_from_last_offset_skips_older_messages() -> None:
+    with Cluster(brokers=1, seed=16, segment_bytes=4096) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(80):
+            producer.send(Message("T", b"z" * 100 + str(i).encode()))
+        cluster.delete_old_data("broker-a", segments=1)
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen))
+        cluster.advance(100)
+        new = send_n(producer, "T", 4, "new")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == new
+
+
+def test_consume_from_timestamp_searches_the_offset() -> None:
+    with Cluster(brokers=1, seed=16, segment_bytes=4096) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(80):
+            producer.send(Message("T", b"z" * 100 + str(i).encode()))
+        cluster.delete_old_data("broker-a", segments=1)
+        cluster.advance(60_000)
+        since = cluster.now_ms()
+        later = send_n(producer, "T", 5, "later")
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_TIMESTAMP",
+                              consume_timestamp_ms=since)
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == later
+
+
+def test_tag_expression_filters_messages() -> None:
+    with Cluster(brokers=1, seed=17) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        seen: list = []
+        cluster.push_consumer("CG", {"T": "A || C"}, collecting(seen))
+        cluster.advance(100)
+        for tag in "ABCABCD":
+            producer.send(Message("T", tag.encode(), tags=tag))
+        cluster.run_until_idle()
+        assert sorted(m.tags for m in seen) == ["A", "A", "C", "C"]
+
+
+def test_consume_duration_keeps_messages_in_flight() -> None:
+    with Cluster(brokers=1, seed=18) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        seen: list = []
+        consumer = cluster.push_consumer("CG", "T", collecting(seen), consume_duration_ms=2_000,
+                                         consume_thread_max=1)
+        cluster.advance(100)
+        send_n(producer, "T", 3)
+        start = cluster.now_ms()
+        cluster.run_until_idle()
+        results = [e.ts_ms - start for e in cluster.events_of(ConsumeResult)]
+        assert len(results) == 3 and results[-1] >= 5_900
+        assert [b - a for a, b in itertools.pairwise(results)] == [2_000, 2_000]
+        assert consumer.offsets()
+
+
+def test_lite_pull_consumer_poll_commit_and_seek() -> None:
+    with Cluster(brokers=1, seed=19) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        sent = send_n(producer, "T", 10)
+        consumer = cluster.lite_pull_consumer("LG", "T", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                              auto_commit=False, pull_batch_size=10)
+        got: list = []
+        for _ in range(20):
+            got.extend(consumer.poll(timeout_ms=1_000))
+            if len(got) >= 10:
+                break
+        assert {m.msg_id for m in got} == sent
+        assert consumer.poll(timeout_ms=500) == []
+        consumer.commit()
+        cluster.advance(100)
+        assert sum(cluster.committed_offsets("LG", "T").values()) == 10
+        mq = MessageQueue("T", "broker-a", 0)
+        assert consumer.committed(mq) == sum(1 for m in got if m.queue_id == 0)
+        assert consumer.fetch_message_queues("T") == {MessageQueue("T", "broker-a", i) for i in range(2)}
+        consumer.seek_to_begin(mq)
+        again: list = []
+        for _ in range(10):
+            again.extend(consumer.poll(timeout_ms=1_000))
+            if again:
+                break
+        assert again and min(m.queue_offset for m in again) == 0 and {m.queue_id for m in again} == {0}
+        with pytest.raises(MQClientError):
+            consumer.seek(mq, 1_000)
+        consumer.shutdown()
+        with pytest.raises(MQClientError):
+            consumer.poll(timeout_ms=10)
+
+
+def test_lite_pull_assign_and_auto_commit() -> None:
+    with Cluster(brokers=1, seed=20) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        mq = MessageQueue("T", "broker-a", 1)
+        for i in range(6):
+            producer.send(Message("T", str(i).encode()), queue=mq)
+        consumer = cluster.lite_pull_consumer("LG", queues=[mq], consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                              auto_commit_interval_ms=1_000)
+        got: list = []
+        for _ in range(10):
+            got.extend(consumer.poll(timeout_ms=1_000))
+            if len(got) >= 6:
+                break
+        assert [int(m.body) for m in got] == list(range(6))
+        assert consumer.assignment() == {mq}
+        consumer.poll(timeout_ms=1_500)  # waits past the auto-commit interval
+        consumer.poll(timeout_ms=10)  # a poll after the interval commits what was polled
+        cluster.run_until_idle()
+        assert cluster.committed_offsets("LG", "T") == {mq: 6}
+        with pytest.raises(MQClientError):
+            consumer.subscribe("T", "*")
+
+
+def test_consumer_config_is_validated() -> None:
+    with pytest.raises(ValueError):
+        ConsumerConfig(group="bad group!").validate()
+    with pytest.raises(ValueError):
+        ConsumerConfig(group="DEFAULT_CONSUMER").validate()
+    with pytest.raises(ValueError):
+        ConsumerConfig(group="G", pull_batch_size=0).validate()
+    with pytest.raises(ValueError):
+        ConsumerConfig(group="G", consume_message_batch_max_size=1025).validate()
+    with pytest.raises(ValueError):
+        ConsumerConfig(group="G", consumer_timeout_ms_when_suspend=1, broker_suspend_max_time_ms=2).validate()
+    ConsumerConfig(group="G").validate()
+
+
+def test_dead_letter_after_max_reconsume_times() -> None:
+    with Cluster(brokers=1, seed=21) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        deliveries: list = []
+
+        def always_fail(msgs):
+            deliveries.extend(m.reconsume_times for m in msgs)
+            return ConsumeStatus.RECONSUME_LATER
+
+        cluster.push_consumer("CG", "T", always_fail, max_reconsume_times=2)
+        cluster.advance(100)
+        sent = producer.send(Message("T", b"poison"))
+        cluster.run_until_idle()
+        assert deliveries == [0, 1, 2]
+        assert [m.msg_id for m in cluster.messages(dlq_topic("CG"))] == [sent.msg_id]
+        assert cluster.events_of(SendBack)[-1].target == dlq_topic("CG")
+
+
+def test_orderly_message_past_the_limit_goes_to_the_dead_letter_queue() -> None:
+    with Cluster(brokers=1, seed=22) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        seen: list = []
+
+        def stuck(msgs):
+            seen.extend((m.body, m.reconsume_times) for m in msgs)
+            if msgs[0].body == b"bad":
+                return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            return ConsumeOrderlyStatus.SUCCESS
+
+        consumer = cluster.push_consumer("OG", "T", stuck, orderly=True, max_reconsume_times=2,
+                                         suspend_current_queue_time_ms=500)
+        cluster.advance(100)
+        bad = producer.send(Message("T", b"bad"))
+        producer.send(Message("T", b"good"))
+        cluster.run_until_idle()
+        assert seen == [(b"bad", 0), (b"bad", 1), (b"bad", 2), (b"good", 0)]
+        backs = [e for e in cluster.events_of(SendBack) if e.node == consumer.instance.client_id]
+        assert [(b.via, b.target, b.reconsume_times) for b in backs] == [("client", dlq_topic("OG"), 2)]
+        assert [m.msg_id for m in cluster.messages(dlq_topic("OG"))] == [bad.msg_id]
+        assert cluster.committed_offsets("OG", "T") == {MessageQueue("T", "broker-a", 0): 2}
+
+
+def test_a_stopped_broker_does_not_keep_the_simulation_busy() -> None:
+    with Cluster(brokers=2, seed=23) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen))
+        cluster.advance(100)
+        send_n(producer, "T", 4, "before")
+        cluster.run_until_idle()
+        cluster.stop_broker("broker-b")
+        after = {producer.send(Message("T", b"after"), queue=MessageQueue("T", "broker-a", 0)).msg_id}
+        cluster.run_until_idle(timeout_ms=600_000)
+        assert after <= {m.msg_id for m in seen}
+        assert len(seen) == 5
+
+
+def test_lite_pull_on_the_real_clock() -> None:
+    with Cluster(brokers=1, clock="real") as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        sent = send_n(producer, "T", 3)
+        consumer = cluster.lite_pull_consumer("LG", "T", consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        got: list = []
+        for _ in range(50):
+            got.extend(consumer.poll(timeout_ms=200))
+            if len(got) >= 3:
+                break
+        assert {m.msg_id for m in got} == sent
+        consumer.shutdown()
+
+
+def test_broadcasting_offsets_survive_a_clean_restart_of_the_same_client_id() -> None:
+    with Cluster(brokers=1, seed=24) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        seen: list = []
+        consumer = cluster.push_consumer("BG", "T", collecting(seen), message_model="BROADCASTING",
+                                         instance_name="bc", consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        first = send_n(producer, "T", 5, "a")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in seen} == first
+        consumer.shutdown()
+        cluster.run_until_idle()
+        later = send_n(producer, "T", 3, "b")
+        again: list = []
+        cluster.push_consumer("BG", "T", collecting(again), message_model="BROADCASTING", instance_name="bc",
+                              consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.run_until_idle()
+        assert {m.msg_id for m in again} == later
+
+
+def test_orderly_handover_waits_for_the_running_batch() -> None:
+    with Cluster(brokers=1, seed=25) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        by_consumer: dict[str, list[tuple[int, int]]] = {"a": [], "b": []}
+
+        def recorder(name: str):
+            def listener(msgs):
+                by_consumer[name].extend((m.queue_id, m.queue_offset) for m in msgs)
+                return ConsumeOrderlyStatus.SUCCESS
+
+            return listener
+
+        cluster.push_consumer("OG", "T", recorder("a"), orderly=True, consume_duration_ms=3_000,
+                              consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.advance(100)
+        queues = [MessageQueue("T", "broker-a", i) for i in range(2)]
+        for i in range(12):
+            producer.send(Message("T", str(i).encode()), queue=queues[i % 2])
+        cluster.advance(4_000)
+        b = cluster.push_consumer("OG", "T", recorder("b"), orderly=True,
+                                  consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.run_until_idle()
+        assert len(b.assignment()["T"]) == 1
+        for name, seen in by_consumer.items():
+            for qid in (0, 1):
+                offsets = [o for q, o in seen if q == qid]
+                assert offsets == sorted(offsets), name  # each consumer keeps the queue's order
+        consumed = {item for seen in by_consumer.values() for item in seen}
+        assert consumed == {(q, o) for q in (0, 1) for o in range(6)}
+        assert sum(cluster.committed_offsets("OG", "T").values()) == 12

@@ -1,0 +1,268 @@
+"""Name server and route JSON of the reference implementation (RouteInfoManager, DefaultRequestProcessor)."""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import pytest
+
+from rocketspec.refimpl.events import EventLog
+from rocketspec.refimpl.namesrv import NameServer
+from rocketspec.refimpl.remoting import Network, RemotingClient, RemotingCommand
+from rocketspec.refimpl.route import (
+    BrokerData,
+    DataVersion,
+    QueueData,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicRouteData,
+    dumps_java,
+    loads_lenient,
+    publish_queues,
+    route_changed,
+    subscribe_queues,
+)
+from rocketspec.refimpl.runtime import SimulatedRuntime
+from rocketspec.spec.protocol import (
+    BROKER_CHANNEL_EXPIRED_MS,
+    PERM_READ,
+    PERM_WRITE,
+    VERSION_V4_9_0,
+    RequestCode,
+    ResponseCode,
+)
+from rocketspec.spec.queues import MessageQueue
+
+NS = "127.0.0.1:9876"
+A = "127.0.0.1:10911"
+B = "127.0.0.1:10921"
+
+
+def route_ab() -> TopicRouteData:
+    return TopicRouteData(
+        queue_datas=[QueueData("broker-b", 2, 3, 6, 0), QueueData("broker-a", 4, 4, 6, 0)],
+        broker_datas=[BrokerData("DefaultCluster", "broker-b", {0: B}), BrokerData("DefaultCluster", "broker-a",
+                                                                                     {0: A, 1: "127.0.0.1:10912"})],
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------- route JSON
+
+
+def test_route_json_standard_and_bare_key_forms_round_trip() -> None:
+    route = route_ab()
+    standard = route.to_json(standard=True)
+    legacy = route.to_json(standard=False)
+    assert b'"brokerAddrs":{"0":"127.0.0.1:10911","1":"127.0.0.1:10912"}' in standard
+    assert b'"brokerAddrs":{0:"127.0.0.1:10911",1:"127.0.0.1:10912"}' in legacy
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(legacy)
+    for body in (standard, legacy):
+        parsed = TopicRouteData.from_json(body)
+        assert parsed == route
+    # Java field names, fastjson order (alphabetical), null orderTopicConf left out.
+    data = json.loads(standard)
+    assert list(data) == ["brokerDatas", "filterServerTable", "queueDatas"]
+    assert list(data["queueDatas"][0]) == ["brokerName", "perm", "readQueueNums", "topicSysFlag", "writeQueueNums"]
+    assert "orderTopicConf" in json.loads(TopicRouteData(order_topic_conf="broker-a:2").to_json())
+
+
+def test_lenient_parser_leaves_string_contents_alone() -> None:
+    text = '{"a":",0:x",1:"{2:y}","list":[{3:"z"}]}'
+    assert loads_lenient(text) == {"a": ",0:x", "1": "{2:y}", "list": [{"3": "z"}]}
+    assert loads_lenient(dumps_java({"k": 'quote " and \\ backslash, 5:'}, standard=False)) == {
+        "k": 'quote " and \\ backslash, 5:'}
+
+
+def test_publish_queues_sorted_writable_with_master() -> None:
+    route = route_ab()
+    route.queue_datas.append(QueueData("broker-c", 2, 2, PERM_READ, 0))  # not writable
+    route.queue_datas.append(QueueData("broker-d", 2, 2, 6, 0))
+    route.broker_datas.append(BrokerData("DefaultCluster", "broker-d", {1: "127.0.0.1:1"}))  # no master
+    queues = publish_queues(route, "T")
+    assert queues == [MessageQueue("T", "broker-a", i) for i in range(4)] + [
+        MessageQueue("T", "broker-b", i) for i in range(3)]
+    subs = subscribe_queues(route, "T")
+    assert MessageQueue("T", "broker-b", 1) in subs and MessageQueue("T", "broker-b", 2) not in subs
+    assert MessageQueue("T", "broker-c", 1) in subs  # readable, even without write permission
+    write_only = TopicRouteData([QueueData("broker-a", 2, 2, PERM_WRITE, 0)], [BrokerData("c", "broker-a", {0: A})])
+    assert subscribe_queues(write_only, "T") == set()
+
+
+def test_order_topic_conf_gives_the_queue_list() -> None:
+    route = route_ab()
+    route.order_topic_conf = "broker-b:2;broker-a:1"
+    assert publish_queues(route, "T") == [MessageQueue("T", "broker-b", 0), MessageQueue("T", "broker-b", 1),
+                                          MessageQueue("T", "broker-a", 0)]
+
+
+def test_route_change_ignores_order_of_queue_and_broker_data() -> None:
+    a = route_ab()
+    b = route_ab()
+    b.queue_datas.reverse()
+    b.broker_datas.reverse()
+    assert not route_changed(a, b)
+    b.queue_datas[0].perm = PERM_READ
+    assert route_changed(a, b)
+    assert route_changed(None, a)
+
+
+def test_register_body_json_and_compressed_forms() -> None:
+    body = RegisterBrokerBody({"T": TopicConfig("T", 4, 4, 6)}, DataVersion(123, 7), ["127.0.0.1:1"])
+    raw = body.encode()
+    data = loads_lenient(raw)
+    assert data["topicConfigSerializeWrapper"]["topicConfigTable"]["T"]["readQueueNums"] == 4
+    assert data["topicConfigSerializeWrapper"]["dataVersion"] == {"counter": 7, "timestamp": 123}
+    assert RegisterBrokerBody.decode(raw) == body
+    assert RegisterBrokerBody.decode(body.encode(compress=True), compressed=True) == body
+    with pytest.raises(ValueError):
+        RegisterBrokerBody.decode(b"\x00garbage", compressed=True)
+    with pytest.raises(ValueError):
+        RegisterBrokerBody.decode(b"not json")
+
+
+# -------------------------------------------------------------------------------------------------------- name server
+
+
+class World:
+    def __init__(self) -> None:
+        self.runtime = SimulatedRuntime(seed=1)
+        self.events = EventLog(self.runtime.now_ms)
+        self.network = Network(self.runtime, self.events)
+        self.namesrv = NameServer(self.runtime, self.network, self.events, NS)
+        self.namesrv.start()
+
+    def client(self, name: str) -> RemotingClient:
+        return self.network.client(name)
+
+    def call(self, client: RemotingClient, cmd: RemotingCommand) -> RemotingCommand:
+        return self.runtime.wait(client.invoke(NS, cmd, 3000))
+
+    def register(self, client: RemotingClient, name: str, addr: str, topics: dict[str, int], *, broker_id: int = 0,
+                 version: DataVersion | None = None, compressed: bool = False, crc: int | None = None
+                 ) -> RemotingCommand:
+        body = RegisterBrokerBody({t: TopicConfig(t, n, n, 6) for t, n in topics.items()},
+                                  version or DataVersion(self.runtime.now_ms(), 1), [])
+        raw = body.encode(compress=compressed)
+        fields = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
+                  "haServerAddr": addr.replace("109", "209"), "brokerId": broker_id, "compressed": compressed,
+                  "bodyCrc32": (zlib.crc32(raw) & 0x7FFFFFFF) if crc is None else crc}
+        return self.call(client, RemotingCommand.request(RequestCode.REGISTER_BROKER, fields, raw))
+
+    def route(self, topic: str, version: int | None = None) -> RemotingCommand:
+        cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if version is not None:
+            cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, version=version)
+        return self.call(self.client("asker"), cmd)
+
+
+def test_registration_gives_routes_in_both_json_forms() -> None:
+    w = World()
+    a, b = w.client("broker-a"), w.client("broker-b")
+    assert w.register(a, "broker-a", A, {"T": 4, "TBW102": 8}).code == ResponseCode.SUCCESS
+    assert w.register(b, "broker-b", B, {"T": 2}).code == ResponseCode.SUCCESS
+    response = w.route("T")
+    assert response.code == ResponseCode.SUCCESS and b'"0":' in response.body
+    route = TopicRouteData.from_json(response.body)
+    assert sorted((q.broker_name, q.write_queue_nums) for q in route.queue_datas) == [("broker-a", 4), ("broker-b", 2)]
+    assert {b.broker_name: b.broker_addrs for b in route.broker_datas} == {"broker-a": {0: A}, "broker-b": {0: B}}
+    old = w.route("T", version=VERSION_V4_9_0)
+    assert b"{0:" in old.body and TopicRouteData.from_json(old.body) == route
+    missing = w.route("Nope")
+    assert missing.code == ResponseCode.TOPIC_NOT_EXIST
+    assert missing.remark.startswith("No topic route info in name server for the topic: Nope")
+    info = w.call(a, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+    cluster = loads_lenient(info.body)
+    assert cluster["clusterAddrTable"] == {"DefaultCluster": ["broker-a", "broker-b"]}
+    assert cluster["brokerAddrTable"]["broker-b"]["brokerAddrs"] == {"0": B}
+
+
+def test_slave_registration_answers_master_and_ha_address() -> None:
+    w = World()
+    master, slave = w.client("broker-a"), w.client("broker-a-s")
+    w.register(master, "broker-a", A, {"T": 4})
+    response = w.register(slave, "broker-a", "127.0.0.1:10915", {"T": 4, "Other": 1}, broker_id=1)
+    assert response.field("masterAddr") == A and response.field("haServerAddr") == "127.0.0.1:20911"
+    assert w.route("Other").code == ResponseCode.TOPIC_NOT_EXIST  # a slave's topics are not applied
+    route = TopicRouteData.from_json(w.route("T").body)
+    assert route.broker_datas[0].broker_addrs == {0: A, 1: "127.0.0.1:10915"}
+
+
+def test_topics_reapplied_only_when_the_data_version_changes() -> None:
+    w = World()
+    a = w.client("broker-a")
+    w.register(a, "broker-a", A, {"T": 4}, version=DataVersion(1, 1))
+    w.register(a, "broker-a", A, {"T": 8}, version=DataVersion(1, 1))
+    assert TopicRouteData.from_json(w.route("T").body).queue_datas[0].write_queue_nums == 4
+    w.register(a, "broker-a", A, {"T": 8}, version=DataVersion(2, 2))
+    assert TopicRouteData.from_json(w.route("T").body).queue_datas[0].write_queue_nums == 8
+    w.register(a, "broker-a", A, {"T": 8, "U": 1}, version=DataVersion(3, 3), compressed=True)
+    assert w.route("U").code == ResponseCode.SUCCESS
+
+
+def test_silent_broker_expires_and_registering_keeps_it_alive() -> None:
+    w = World()
+    a, b = w.client("broker-a"), w.client("broker-b")
+    w.register(a, "broker-a", A, {"T": 4})
+    w.register(b, "broker-b", B, {"T": 4})
+    for _ in range(5):  # broker-b keeps registering every 30 s, broker-a falls silent
+        w.runtime.advance(30_000)
+        w.register(b, "broker-b", B, {"T": 4})
+    assert w.runtime.now_ms() - w.namesrv.broker_live_table[B].last_update_ms < BROKER_CHANNEL_EXPIRED_MS
+    assert A not in w.namesrv.broker_live_table
+    route = TopicRouteData.from_json(w.route("T").body)
+    assert [q.broker_name for q in route.queue_datas] == ["broker-b"]
+    assert "broker-a" not in w.namesrv.broker_addr_table
+
+
+def test_closed_channel_removes_its_broker_and_topics() -> None:
+    w = World()
+    a, b = w.client("broker-a"), w.client("broker-b")
+    w.register(a, "broker-a", A, {"T": 4, "OnlyA": 2})
+    w.register(b, "broker-b", B, {"T": 4})
+    a.close()
+    w.runtime.run_until_idle()
+    assert w.route("OnlyA").code == ResponseCode.TOPIC_NOT_EXIST
+    assert [q.broker_name for q in TopicRouteData.from_json(w.route("T").body).queue_datas] == ["broker-b"]
+    assert w.namesrv.cluster_addr_table == {"DefaultCluster": {"broker-b"}}
+
+
+def test_unregister_removes_broker_and_cluster() -> None:
+    w = World()
+    a = w.client("broker-a")
+    w.register(a, "broker-a", A, {"T": 4})
+    cmd = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+        "brokerName": "broker-a", "brokerAddr": A, "clusterName": "DefaultCluster", "brokerId": 0})
+    assert w.call(a, cmd).code == ResponseCode.SUCCESS
+    assert w.route("T").code == ResponseCode.TOPIC_NOT_EXIST
+    assert w.namesrv.cluster_addr_table == {} and w.namesrv.broker_addr_table == {}
+
+
+def test_bad_requests_get_rocketmq_error_responses() -> None:
+    w = World()
+    a = w.client("broker-a")
+    assert w.register(a, "broker-a", A, {"T": 4}, crc=12345).remark == "crc32 not match"
+    missing = w.call(a, RemotingCommand.request(RequestCode.REGISTER_BROKER, {"brokerName": "x"}))
+    assert missing.code == ResponseCode.SYSTEM_ERROR and "brokerAddr" in missing.remark
+    bad_body = w.call(a, RemotingCommand.request(RequestCode.REGISTER_BROKER, {
+        "brokerName": "x", "brokerAddr": A, "clusterName": "c", "haServerAddr": A, "brokerId": 0}, b"{nope"))
+    assert bad_body.code == ResponseCode.SYSTEM_ERROR
+    assert w.call(a, RemotingCommand.request(RequestCode.PULL_MESSAGE)).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    assert w.call(a, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC)).code == ResponseCode.SYSTEM_ERROR
+
+
+def test_query_data_version_refreshes_an_unchanged_broker() -> None:
+    w = World()
+    a = w.client("broker-a")
+    w.register(a, "broker-a", A, {"T": 4}, version=DataVersion(5, 5))
+    w.runtime.advance(100_000)
+    fields = {"brokerName": "broker-a", "brokerAddr": A, "clusterName": "DefaultCluster", "brokerId": 0}
+    same = w.call(a, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, fields,
+                                             dumps_java(DataVersion(5, 5).to_dict())))
+    assert same.field("changed") == "false"
+    w.runtime.advance(100_000)  # 200 s after registering, but the query refreshed it 100 s ago
+    assert w.route("T").code == ResponseCode.SUCCESS
+    changed = w.call(a, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, fields,
+                                                dumps_java(DataVersion(6, 6).to_dict())))
+    assert changed.field("changed") == "true"
