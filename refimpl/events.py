@@ -262,13 +262,19 @@ class EventLog:
             self._subscribers.remove(subscriber)
 
     def emit(self, event: Event) -> Event:
-        stamped = attrs.evolve(event, seq=self._seq, ts_ms=self._clock())
+        """Stamp ``event`` (just built by the emitter, not yet shared) and hand it out."""
+        if not self.keep and not self._subscribers:
+            self._seq += 1
+            return event
+        # Stamping in place instead of attrs.evolve: emitting is on every hot path and the object is still private.
+        object.__setattr__(event, "seq", self._seq)
+        object.__setattr__(event, "ts_ms", self._clock())
         self._seq += 1
         if self.keep:
-            self.events.append(stamped)
+            self.events.append(event)
         for subscriber in self._subscribers:
-            subscriber(stamped)
-        return stamped
+            subscriber(event)
+        return event
 
     def of(self, kind: type[Event]) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]

@@ -207,7 +207,7 @@ class FaultRule:
 
     action: str
     target: str = "*"
-    code: int | None = None
+    code: int | frozenset[int] | None = None
     client: str | None = None
     response_code: int = ResponseCode.SYSTEM_ERROR
     remark: str | None = None
@@ -231,16 +231,27 @@ class FaultRule:
             return False
         return (
             self.target in ("*", target)
-            and (self.code is None or self.code == code)
+            and (self.code is None or code == self.code or (isinstance(self.code, frozenset) and code in self.code))
             and (self.client is None or self.client == client)
         )
 
 
-def parse_request_code(code: int | str | None) -> int | None:
+# A fault named after a request family covers its variants: RocketMQ serves them with one processor, and clients pick
+# the variant (the Java producer sends SEND_MESSAGE_V2, the C++ client SEND_MESSAGE, batches SEND_BATCH_MESSAGE).
+REQUEST_FAMILIES: dict[str, frozenset[int]] = {
+    "SEND_MESSAGE": frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}),
+    "SEND_REPLY_MESSAGE": frozenset({RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}),
+}
+
+
+def parse_request_code(code: int | str | None) -> int | frozenset[int] | None:
+    """A request code by number or ``RequestCode`` name; ``SEND_MESSAGE`` covers the V2 and batch sends too."""
     if code is None or code == "*":
         return None
     if isinstance(code, int):
         return int(code)
+    if code in REQUEST_FAMILIES:
+        return REQUEST_FAMILIES[code]
     try:
         return int(RequestCode[code])
     except KeyError:
@@ -424,10 +435,10 @@ class _ClientChannel:
         conn.network.runtime.call_later(latency, arrive)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
-        raise NotImplementedError("clients send requests through their RemotingClient")
+        raise TypeError("clients send requests through their RemotingClient")
 
     def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]:
-        raise NotImplementedError("clients send requests through their RemotingClient")
+        raise TypeError("clients send requests through their RemotingClient")
 
     def close(self) -> None:
         self._conn.network.runtime.call_soon(self._conn.close)

@@ -15,6 +15,7 @@ A *daemon* timer (periodic housekeeping: heartbeats, rebalance, persistence, hel
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures
 import heapq
 import itertools
@@ -115,17 +116,19 @@ class Timer:
                 self.on_cancel(self)
 
 
-class Runtime:
+class Runtime(abc.ABC):
     """What components use: the clock, timers, randomness, futures and running user code."""
 
     simulated: bool
     random: random.Random
 
+    @abc.abstractmethod
     def now_ms(self) -> int:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def call_later(self, delay_ms: int, fn: Callable[[], Any], *, daemon: bool = False) -> Timer:
-        raise NotImplementedError
+        ...
 
     def call_soon(self, fn: Callable[[], Any]) -> Timer:
         return self.call_later(0, fn)
@@ -144,27 +147,33 @@ class Runtime:
         self.call_later(period_ms if initial_delay_ms is None else initial_delay_ms, tick, daemon=True)
         return handle
 
+    @abc.abstractmethod
     def submit(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the loop and return its result; user-facing calls go through here."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def wait(self, future: Future[T], timeout_ms: int | None = None) -> T:
         """Block the caller until ``future`` is done (simulated: drive the loop) and return its result."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def run_user(self, fn: Callable[[], T], on_done: Callable[[T | None, BaseException | None], None]) -> None:
         """Run user code (a listener, a transaction executor) and report its result back on the loop."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def add_idle_probe(self, probe: Callable[[], bool]) -> None:
         """``probe()`` returns True while its component has work pending that daemon timers will finish."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def remove_idle_probe(self, probe: Callable[[], bool]) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def run_until_idle(self, timeout_ms: int = 86_400_000) -> int:
-        raise NotImplementedError
+        ...
 
     def close(self) -> None:
         pass

@@ -268,3 +268,14 @@ def test_fault_rule_validation() -> None:
         net.faults.fail("broker-a", "NOT_A_CODE")
     with pytest.raises(ValueError):
         net.faults.fail("broker-a", "SEND_MESSAGE", code="NOT_A_RESPONSE")
+
+
+def test_send_message_fault_covers_the_v2_and_batch_variants() -> None:
+    rt, _, net, _ = make_net()
+    rule = net.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_BUSY")
+    assert rule.matches("broker-a", RequestCode.SEND_MESSAGE_V2, "c1")
+    assert rule.matches("broker-a", RequestCode.SEND_BATCH_MESSAGE, "c1")
+    assert not rule.matches("broker-a", RequestCode.PULL_MESSAGE, "c1")
+    exact = net.faults.fail("broker-a", "SEND_MESSAGE_V2")
+    assert not exact.matches("broker-a", RequestCode.SEND_MESSAGE, "c1")
+    assert net.faults.fail("broker-a", 10).matches("broker-a", 10, "c1")
