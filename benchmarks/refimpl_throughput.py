@@ -4,7 +4,8 @@
 
 For each clock: one producer sends N messages (sync sends, 100-byte bodies) to a topic with Q queues on every broker,
 then one push consumer (from the first offset) consumes them all (timed from its start to the last delivery).
-Reported: send messages/s, consume messages/s (wall clock), simulated time the run covered, and peak RSS. Figures go to docs/benchmarks.md by hand.
+Reported: send messages/s, consume messages/s (wall clock), simulated time the run covered, and peak RSS.
+Figures go to docs/benchmarks.md by hand.
 """
 
 from __future__ import annotations

@@ -673,16 +673,21 @@ class RemotingClient:
 
 def dispatch(handlers: Mapping[int, Callable[[RemotingCommand, Any], RemotingCommand | None]],
              request: RemotingCommand, channel: Any) -> RemotingCommand | None:
-    """Route a request to its handler; unknown codes and bad headers get the error response RocketMQ gives."""
+    """Route a request to its handler, the way every server answers.
+
+    Unknown codes get REQUEST_CODE_NOT_SUPPORTED, missing or malformed header fields SYSTEM_ERROR with RocketMQ's text,
+    and an unexpected failure SYSTEM_ERROR naming it (a malformed request never takes a server down). Oneway requests
+    get no response whatever happens.
+    """
     handler = handlers.get(request.code)
     if handler is None:
-        if request.is_oneway:
-            return None
-        return request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                                 remark=f" request type {request.code} not supported")
-    try:
-        return handler(request, channel)
-    except HeaderError as error:
-        if request.is_oneway:
-            return None
-        return request.response(ResponseCode.SYSTEM_ERROR, remark=str(error))
+        response = request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                    remark=f" request type {request.code} not supported")
+    else:
+        try:
+            response = handler(request, channel)
+        except HeaderError as error:
+            response = request.response(ResponseCode.SYSTEM_ERROR, remark=str(error))
+        except Exception as error:
+            response = request.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
+    return None if request.is_oneway else response

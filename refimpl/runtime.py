@@ -175,8 +175,8 @@ class Runtime(abc.ABC):
     def run_until_idle(self, timeout_ms: int = 86_400_000) -> int:
         ...
 
-    def close(self) -> None:
-        pass
+    def close(self) -> None:  # noqa: B027 - optional hook: only the real runtime has threads to stop
+        """Release threads and pending work; the simulated runtime holds none."""
 
 
 class SimulatedRuntime(Runtime):

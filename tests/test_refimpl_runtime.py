@@ -271,7 +271,7 @@ def test_fault_rule_validation() -> None:
 
 
 def test_send_message_fault_covers_the_v2_and_batch_variants() -> None:
-    rt, _, net, _ = make_net()
+    _rt, _, net, _ = make_net()
     rule = net.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_BUSY")
     assert rule.matches("broker-a", RequestCode.SEND_MESSAGE_V2, "c1")
     assert rule.matches("broker-a", RequestCode.SEND_BATCH_MESSAGE, "c1")

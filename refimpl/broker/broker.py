@@ -257,11 +257,7 @@ class Broker:
     # ------------------------------------------------------------------------------------------- server side
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """Dispatch a request; unknown codes, bad headers and unexpected failures become error responses."""
-        try:
-            response = dispatch(self._handlers, request, channel)
-        except Exception as error:  # a malformed request must never take the broker down
-            response = request.response(ResponseCode.SYSTEM_ERROR, remark=f"{type(error).__name__}: {error}")
-        return None if request.is_oneway else response
+        return dispatch(self._handlers, request, channel)
 
     def channel_closed(self, channel: Channel) -> None:
         """``ClientHousekeepingService.onChannelClose``: the client leaves every producer and consumer group."""
