@@ -492,3 +492,13 @@ RANDOM_QUEUE_ID_BOUND = 99_999_999
 # TransactionalMessageServiceImpl: half messages read one at a time, one retry when a half read finds nothing.
 TRANSACTION_HALF_PULL_NUMS = 1
 TRANSACTION_MAX_RETRY_WHEN_HALF_NULL = 1
+
+# Consumer facts shared by the spec and the reference implementation.
+CONSISTENT_HASH_VIRTUAL_NODES = 10
+LITE_PULL_AUTO_COMMIT_INTERVAL_MS = 5_000
+LITE_PULL_MIN_AUTO_COMMIT_INTERVAL_MS = 1_000
+LITE_PULL_THRESHOLD_FOR_ALL = 10_000
+LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION = 1_000
+DEFAULT_CONSUME_THREADS = 20
+# MixAll.DEFAULT_CONSUMER_GROUP: a user group must not take this name.
+DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"

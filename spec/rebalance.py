@@ -37,6 +37,7 @@ from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_en
 from rocketspec.spec.protocol import (
     BROKER_LOCK_EXPIRY_MS,
     CLIENT_LOCK_EXPIRY_MS,
+    CONSISTENT_HASH_VIRTUAL_NODES,
     PULL_MAX_IDLE_MS,
     UNLOCK_DELAY_MS_WHEN_CACHED,
     ConsumeFromWhere,
@@ -207,7 +208,7 @@ FIRST_OFFSET = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
 LAST_OFFSET = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
 TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
 PASSIVELY = ConsumeType.CONSUME_PASSIVELY
-DEFAULT_VIRTUAL_NODES = 10
+DEFAULT_VIRTUAL_NODES = CONSISTENT_HASH_VIRTUAL_NODES
 NOT_ADDED = -1  # what computePullFromWhere yields when a queue must wait for the next rebalance
 HASH_SPACE = 1 << 32
 

@@ -20,9 +20,10 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from rocketspec.spec.protocol import CONSISTENT_HASH_VIRTUAL_NODES
 from rocketspec.spec.queues import MessageQueue
 
-DEFAULT_VIRTUAL_NODES = 10
+DEFAULT_VIRTUAL_NODES = CONSISTENT_HASH_VIRTUAL_NODES
 
 
 def java_string_key(s: str) -> bytes:

@@ -24,8 +24,6 @@ import attrs
 
 from rocketspec.refimpl.client.allocate import make_strategy
 from rocketspec.refimpl.client.consumer_config import (
-    LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION,
-    SUB_ALL,
     ConsumerConfig,
     SubscriptionData,
     build_subscription,
@@ -48,8 +46,10 @@ from rocketspec.refimpl.runtime import Future, RuntimeTimeout, Timer
 from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
+    LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION,
     PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL,
     PULL_TIME_DELAY_MS_WHEN_FLOW_CONTROL,
+    SUB_ALL,
     ConsumeFromWhere,
     ConsumeType,
     MessageModel,

@@ -38,7 +38,6 @@ from rocketspec.refimpl.client.consume_service import (
     ConsumeMessageOrderlyService,
 )
 from rocketspec.refimpl.client.consumer_config import (
-    PUSH_PULL_TIME_DELAY_MS_WHEN_EXCEPTION,
     ConsumerConfig,
     SubscriptionData,
     build_subscription,
@@ -63,6 +62,7 @@ from rocketspec.spec.protocol import (
     MASTER_ID,
     OFFSET_ILLEGAL_REMOVE_DELAY_MS,
     PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL,
+    PULL_TIME_DELAY_MS_WHEN_EXCEPTION,
     PULL_TIME_DELAY_MS_WHEN_FLOW_CONTROL,
     CommunicationMode,
     ConsumeType,
@@ -132,7 +132,7 @@ class PushConsumer:
     @property
     def _exception_delay(self) -> int:
         delay = self.config.pull_time_delay_ms_when_exception
-        return PUSH_PULL_TIME_DELAY_MS_WHEN_EXCEPTION if delay is None else delay
+        return PULL_TIME_DELAY_MS_WHEN_EXCEPTION if delay is None else delay
 
     def alive(self) -> bool:
         """Running, and the client instance neither shut down nor crashed."""
