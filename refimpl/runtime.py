@@ -96,6 +96,23 @@ class Future(Generic[T]):
         return self._event
 
 
+def when_all(futures: list[Future[Any]], fn: Callable[[], None]) -> None:
+    """Call ``fn`` once every future is done (at once when there are none)."""
+    remaining = len(futures)
+    if remaining == 0:
+        fn()
+        return
+
+    def one(_f: Future[Any]) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if remaining == 0:
+            fn()
+
+    for future in futures:
+        future.add_done_callback(one)
+
+
 class Timer:
     """A scheduled callback; ``cancel`` before it runs and it never will."""
 

@@ -33,7 +33,7 @@ from rocketspec.refimpl.remoting import (
     dispatch,
 )
 from rocketspec.refimpl.route import TopicRouteData, route_changed, subscribe_queues
-from rocketspec.refimpl.runtime import Future, Runtime, Timer
+from rocketspec.refimpl.runtime import Future, Runtime, Timer, when_all
 from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     MASTER_ID,
@@ -393,7 +393,7 @@ class ClientInstance:
                 future = self.invoke(addr, request, self.config.mq_client_api_timeout_ms, daemon=daemon)
                 future.add_done_callback(lambda f, name=name, addr=addr: self._heartbeat_answered(name, addr, f))
                 pending.append(future)
-        _when_all(pending, lambda: done.set_result(None))
+        when_all(pending, lambda: done.set_result(None))
         return done
 
     def _heartbeat_answered(self, broker_name: str, addr: str, future: Future[RemotingCommand]) -> None:
@@ -499,20 +499,3 @@ class ClientInstance:
         if producer is not None:
             producer.check_transaction_state(channel.remote_addr, message, request)
         return None
-
-
-def _when_all(futures: list[Future[Any]], fn: Callable[[], None]) -> None:
-    remaining = len(futures)
-    if remaining == 0:
-        fn()
-        return
-
-    def one(_f: Future[Any]) -> None:
-        nonlocal remaining
-        remaining -= 1
-        if remaining == 0:
-            fn()
-
-    for future in futures:
-        future.add_done_callback(one)
-

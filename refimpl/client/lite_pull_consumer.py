@@ -42,7 +42,7 @@ from rocketspec.refimpl.client.rebalance import RebalanceLitePullImpl
 from rocketspec.refimpl.events import ClientLifecycle, ConsumeDeliver
 from rocketspec.refimpl.message import MessageExt
 from rocketspec.refimpl.route import subscribe_queues
-from rocketspec.refimpl.runtime import Future, RuntimeTimeout, Timer
+from rocketspec.refimpl.runtime import Future, RuntimeTimeout, Timer, when_all
 from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
@@ -235,7 +235,7 @@ class LitePullConsumer:
                     self.instance.send_heartbeat_to_all_brokers().add_done_callback(
                         lambda _f: self.alive() and self.instance.rebalance_immediately())
 
-            _when_all(routes, routed)
+            when_all(routes, routed)
         elif self.subscription_type is SubscriptionType.ASSIGN:
             self._update_assign_pull_tasks(set(self.assigned))
 
@@ -677,19 +677,3 @@ class LitePullConsumer:
     def offsets(self) -> dict[MessageQueue, int]:
         """The offset store's in-memory offsets."""
         return self.runtime.submit(lambda: dict(self.offset_store.clone_offset_table()) if self.offset_store else {})
-
-
-def _when_all(futures: list[Future[Any]], fn: Callable[[], None]) -> None:
-    remaining = len(futures)
-    if remaining == 0:
-        fn()
-        return
-
-    def one(_f: Future[Any]) -> None:
-        nonlocal remaining
-        remaining -= 1
-        if remaining == 0:
-            fn()
-
-    for future in futures:
-        future.add_done_callback(one)

@@ -55,7 +55,7 @@ from rocketspec.refimpl.client.rebalance import PullRequest, RebalancePushImpl
 from rocketspec.refimpl.events import ClientLifecycle, ConsumeDeliver, ConsumeResult, SendBack
 from rocketspec.refimpl.message import Message, MessageExt
 from rocketspec.refimpl.remoting import RemotingCommand
-from rocketspec.refimpl.runtime import Future, Timer
+from rocketspec.refimpl.runtime import Future, Timer, when_all
 from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
@@ -244,7 +244,7 @@ class PushConsumer:
                 return
             self.instance.send_heartbeat_to_all_brokers().add_done_callback(lambda _f: self._started())
 
-        _when_all(routes, routed)
+        when_all(routes, routed)
 
     def _started(self) -> None:
         if not self.alive():
@@ -608,19 +608,3 @@ class PushConsumer:
         self.events.emit(SendBack(
             node=self.instance.client_id, group=self.group, topic=msg.topic, msg_id=msg.msg_id,
             reconsume_times=reconsume_times, delay_level=delay_level, target=target, via=via))
-
-
-def _when_all(futures: list[Future[Any]], fn: Callable[[], None]) -> None:
-    remaining = len(futures)
-    if remaining == 0:
-        fn()
-        return
-
-    def one(_f: Future[Any]) -> None:
-        nonlocal remaining
-        remaining -= 1
-        if remaining == 0:
-            fn()
-
-    for future in futures:
-        future.add_done_callback(one)
