@@ -170,8 +170,10 @@ CLAUSES = ClauseTable(
             "RETRY-16",
             "If that fails the client sends %RETRY%<group> itself: the message's properties, RETRY_TOPIC, "
             "RECONSUME_TIME n+1, MAX_RECONSUME_TIMES, no TRAN_MSG, DELAY 3+n; header reconsumeTimes n+1 and "
-            "max.",
-            "DefaultMQPushConsumerImpl.sendMessageBack; DefaultMQProducerImpl.sendKernelImpl",
+            "max. The producer moves RECONSUME_TIME and MAX_RECONSUME_TIMES into the header and deletes them "
+            "from the message, so a retried attempt of that send carries neither: header reconsumeTimes 0, no "
+            "max (the broker uses the group's, RETRY-11).",
+            "DefaultMQPushConsumerImpl.sendMessageBack; DefaultMQProducerImpl.sendDefaultImpl/sendKernelImpl",
         ),
         Clause(
             "RETRY-17",
@@ -230,7 +232,8 @@ CLAUSES = ClauseTable(
         Clause(
             "RETRY-25",
             "Each delivery shows reconsumeTimes one more than the delivery before, except a broker copy made"
-            " after local re-consumes, which shows the last stored value + 1.",
+            " after local re-consumes, which shows the last stored value + 1, and a copy a retried fallback "
+            "send stored, which shows 0 (RETRY-16).",
             "consequence of RETRY-9, RETRY-16, RETRY-17, RETRY-18",
         ),
         Clause(
@@ -667,14 +670,16 @@ def effective_max_reconsume_times(configured: int, orderly: bool = False) -> int
 class ClientRetryMessage:
     """A message a consumer sends to ``%RETRY%<group>`` itself, as the broker receives it.
 
-    ``properties`` sorted by name, as on the wire (RECONSUME_TIME and MAX_RECONSUME_TIMES stay in them: the
-    producer copies them into the header after serialising); ``delay_level`` is the DELAY property.
+    ``properties`` sorted by name, as on the wire (RECONSUME_TIME and MAX_RECONSUME_TIMES stay in them on the
+    first attempt: the producer copies them into the header after serialising, then deletes them from the
+    message, so a retried attempt has neither); ``delay_level`` is the DELAY property;
+    ``header_max_reconsume_times`` None: not in the header.
     """
 
     topic: str
     properties: tuple[tuple[str, str], ...]
     header_reconsume_times: int
-    header_max_reconsume_times: int
+    header_max_reconsume_times: int | None
     delay_level: int
 
 
@@ -688,6 +693,7 @@ def client_retry_message(
     message_id: str = "",
     orderly: bool = False,
     profile: VersionProfile = DEFAULT_PROFILE,
+    retried: bool = False,
 ) -> ClientRetryMessage:
     """The send a consumer makes to ``%RETRY%<group>`` for a message it shows with ``reconsume_times``.
 
@@ -695,11 +701,15 @@ def client_retry_message(
     had one: the id set first is lost when the property map is replaced), RETRY_TOPIC = ``real_topic``,
     RECONSUME_TIME = n + 1, MAX_RECONSUME_TIMES, TRAN_MSG removed, DELAY = 3 + n. Orderly dead letter
     (RETRY-23): the same with RECONSUME_TIME = n; from 4.9.4 ORIGIN_MESSAGE_ID is kept or set to
-    ``message_id``. The producer puts RECONSUME_TIME and MAX_RECONSUME_TIMES into the request header.
+    ``message_id``. The producer puts RECONSUME_TIME and MAX_RECONSUME_TIMES into the request header and deletes
+    them from the message: ``retried`` (the first attempt failed, the producer sends again) gives the message as
+    a later attempt carries it, with neither property, header reconsumeTimes 0 and no max (RETRY-16).
 
     pre: 0 <= reconsume_times <= 40 and -2 <= max_reconsume_times <= 40
     pre: properties == () and len(group) <= 2 and len(real_topic) <= 2
-    post: __return__.header_reconsume_times == reconsume_times + (0 if orderly else 1)
+    post: __return__.header_reconsume_times == (0 if retried else reconsume_times + (0 if orderly else 1))
+    post: (__return__.header_max_reconsume_times is None) == retried
+    post: (Property.RECONSUME_TIME in dict(__return__.properties)) != retried
     post: dict(__return__.properties)[Property.RETRY_TOPIC] == real_topic
     post: Property.TRANSACTION_PREPARED not in dict(__return__.properties)
     post: dict(__return__.properties)[Property.DELAY_TIME_LEVEL] == str(__return__.delay_level)
@@ -716,9 +726,13 @@ def client_retry_message(
     props[Property.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
     props.pop(Property.TRANSACTION_PREPARED, None)
     props[Property.DELAY_TIME_LEVEL] = str(delay_level)
+    header_max: int | None = max_reconsume_times
+    if retried:
+        # sendKernelImpl cleared both properties after the first attempt serialised them.
+        del props[Property.RECONSUME_TIME], props[Property.MAX_RECONSUME_TIMES]
+        header_times, header_max = 0, None
     return ClientRetryMessage(
-        RETRY_GROUP_TOPIC_PREFIX + group, tuple(sorted(props.items())), header_times, max_reconsume_times,
-        delay_level,
+        RETRY_GROUP_TOPIC_PREFIX + group, tuple(sorted(props.items())), header_times, header_max, delay_level,
     )
 
 
@@ -862,7 +876,9 @@ class Delivery:
 class Copy:
     """A new stored message of the chain: dead letter or retry, its reconsumeTimes, when and how it was made.
 
-    ``context_level`` is the delayLevel the listener asked for; ``deliveries_before`` the deliveries so far.
+    ``context_level`` is the delayLevel the listener asked for; ``deliveries_before`` the deliveries so far;
+    ``retried``: stored by a retried attempt of the client's send (RETRY-16), made from the consumer's count
+    ``made_from``.
     """
 
     dead: bool
@@ -871,6 +887,8 @@ class Copy:
     path: Path
     context_level: int
     deliveries_before: int
+    retried: bool = False
+    made_from: int = 0
 
 
 @attrs.frozen
@@ -929,7 +947,12 @@ class SendBackFails:
 
 @attrs.frozen
 class FallbackStored:
-    """The consumer's own send to %RETRY%<group> reaches the broker, which stores it."""
+    """The consumer's own send to %RETRY%<group> reaches the broker, which stores it.
+
+    ``retried``: its first attempt failed (an injected fault) and the producer's retry stored it (RETRY-16).
+    """
+
+    retried: bool = False
 
 
 @attrs.frozen
@@ -980,8 +1003,8 @@ def enabled(state: RetryState, action: Action) -> bool:
             return phase is Phase.SENDING_BACK
         case SendBackFails():
             return phase is Phase.SENDING_BACK and state.faults_left > 0
-        case FallbackStored():
-            return phase is Phase.FALLBACK
+        case FallbackStored(retried=retried):
+            return phase is Phase.FALLBACK and (not retried or state.faults_left > 0)
         case FallbackFails():
             return phase is Phase.FALLBACK and state.faults_left > 0
         case TimePasses():
@@ -995,9 +1018,10 @@ def enabled(state: RetryState, action: Action) -> bool:
     return False
 
 
-def _store_copy(state: RetryState, result: SendBackResult, path: Path) -> RetryState:
+def _store_copy(state: RetryState, result: SendBackResult, path: Path, retried: bool = False) -> RetryState:
     dead = result.target is Target.DLQ
-    copy = Copy(dead, result.reconsume_times, state.now_ms, path, state.context_level, len(state.deliveries))
+    copy = Copy(dead, result.reconsume_times, state.now_ms, path, state.context_level, len(state.deliveries),
+                retried, state.local_times)
     base = attrs.evolve(
         state, stored_times=result.reconsume_times, local_times=result.reconsume_times,
         stored_at_ms=state.now_ms, copies=(*state.copies, copy),
@@ -1019,7 +1043,8 @@ def step(state: RetryState, action: Action) -> RetryState:
     The listener result is handled by :func:`after_listener` (RETRY-13, RETRY-14); a failure in clustering
     mode is sent back (RETRY-15) and answered by :func:`consumer_send_back`, which reads the stored
     reconsumeTimes (RETRY-18) and may drop the message (RETRY-5); a failed send back makes the consumer send
-    :func:`client_retry_message` itself, handled by :func:`retry_topic_send` (RETRY-16); when that fails too
+    :func:`client_retry_message` itself (a retried attempt without its count), handled by
+    :func:`retry_topic_send` (RETRY-16); when that fails too
     the message is re-consumed locally with reconsumeTimes + 1 after 5000 ms (RETRY-17).
     """
     require_enabled(enabled, state, action, Action)
@@ -1049,13 +1074,15 @@ def step(state: RetryState, action: Action) -> RetryState:
             return _store_copy(state, result, Path.BROKER)
         case SendBackFails():
             return attrs.evolve(state, phase=Phase.FALLBACK, faults_left=state.faults_left - 1)
-        case FallbackStored():
-            message = client_retry_message(TOPIC, state.local_times, state.consumer_max, GROUP)
+        case FallbackStored(retried=retried):
+            message = client_retry_message(TOPIC, state.local_times, state.consumer_max, GROUP, retried=retried)
             result = retry_topic_send(
                 message.header_reconsume_times, message.delay_level, message.header_max_reconsume_times,
                 state.client_version, GROUP, group_retry_max_times=state.group_max,
             )
-            return _store_copy(state, result, Path.CLIENT)
+            if retried:
+                state = attrs.evolve(state, faults_left=state.faults_left - 1)
+            return _store_copy(state, result, Path.CLIENT, retried)
         case FallbackFails():
             return attrs.evolve(
                 state, phase=Phase.LOCAL_WAIT, local_times=state.local_times + 1,
@@ -1082,6 +1109,9 @@ def _expected_level(copy: Copy) -> int:
     # send) the level is 3 + the previous count, i.e. the copy's count + 2.
     asked = copy.context_level if copy.path is Path.BROKER else 0
     level = asked if asked > 0 else copy.reconsume_times + 2
+    if copy.retried:
+        # A retried client send keeps DELAY 3 + the consumer's count but restarts its count at 0 (RETRY-16).
+        level = copy.made_from + 3
     return min(level, len(DELAY_LEVEL_MILLIS))
 
 
@@ -1090,6 +1120,9 @@ def _dlq_exactly_at_threshold(state: RetryState) -> bool:
     for copy in state.copies:
         if copy.path is Path.BROKER:
             should_die = copy.reconsume_times - 1 >= limit or copy.context_level < 0
+        elif copy.retried:
+            # Neither count nor max reaches the broker: 0 against the group's retryMaxTimes (RETRY-16, RETRY-11).
+            should_die = 0 >= state.group_max
         else:
             should_die = copy.reconsume_times >= limit
         if copy.dead != should_die:
@@ -1101,8 +1134,15 @@ def _delivery_sequence(state: RetryState) -> bool:
     deliveries = state.deliveries
     if deliveries and deliveries[0].reconsume_times != state.start_times:
         return False
+    restarts = {c.deliveries_before for c in state.copies if c.retried}
     last_store = deliveries[0].reconsume_times if deliveries else 0
-    for before, after in itertools.pairwise(deliveries):
+    for n, (before, after) in enumerate(itertools.pairwise(deliveries), start=1):
+        if n in restarts:
+            # The copy a retried fallback send stored starts again at 0 (RETRY-16).
+            if after.reconsume_times != 0:
+                return False
+            last_store = 0
+            continue
         one_more = after.reconsume_times == before.reconsume_times + 1
         if after.local:
             if not one_more:
@@ -1150,7 +1190,8 @@ def _copies_count_up_by_one(before: RetryState, _action: Action, after: RetrySta
         return True
     copy = after.copies[-1]
     source = before.stored_times if copy.path is Path.BROKER else before.local_times
-    return len(after.copies) == len(before.copies) + 1 and copy.reconsume_times == source + 1
+    expected = 0 if copy.retried else source + 1
+    return len(after.copies) == len(before.copies) + 1 and copy.reconsume_times == expected
 
 
 def _no_retry_queue_discards(before: RetryState, action: Action, after: RetryState) -> bool:
@@ -1199,8 +1240,8 @@ def _candidates(levels: tuple[int, ...]) -> tuple[Action, ...]:
     ]
     listener += [ListenerReturns(ConsumeStatus.RECONSUME_LATER, delay_level=level) for level in levels]
     return (
-        Pull(), *listener, BrokerAnswers(), SendBackFails(), FallbackStored(), FallbackFails(), TimePasses(),
-        ScheduleDelivers(), LocalReconsume(),
+        Pull(), *listener, BrokerAnswers(), SendBackFails(), FallbackStored(), FallbackStored(retried=True),
+        FallbackFails(), TimePasses(), ScheduleDelivers(), LocalReconsume(),
     )
 
 
@@ -1216,7 +1257,9 @@ def model(
     V3_0_11, so the group's retryMaxTimes = ``max_reconsume_times`` rules); a group with retryQueueNums 0; a
     broadcasting consumer; and, when ``high_start`` is set, a message already at that reconsumeTimes with a
     max of ``high_start + 2`` so that delay levels pass the table's end. ``faults`` RPC failures may be
-    injected; the listener may ask for each of ``listener_levels`` when it fails.
+    injected (a failed first attempt of the client's send that a retry then stores counts as one, explored for
+    the first copy of a chain that starts at 0); the listener may ask for each of ``listener_levels`` when it
+    fails.
     """
     def start(model_: MessageModel, version: int, consumer_max: int, group_max: int, queues: int,
               times: int = 0) -> RetryState:
@@ -1234,14 +1277,22 @@ def model(
     if high_start is not None:
         initial.append(start(MessageModel.CLUSTERING, new, high_start + 2, group_default, queues, high_start))
     candidates = _candidates(listener_levels)
+    unretried = tuple(a for a in candidates if a != FallbackStored(retried=True))
+
+    def actions(state: RetryState) -> tuple[Action, ...]:
+        # A retried fallback send restarts the count at 0 (RETRY-16), which makes chains long: it is explored
+        # for the first copy of a chain that starts at 0 only.
+        return candidates if state.start_times == 0 and not state.copies else unretried
+
     return Model(
         area="consume_retry",
         bounds=(
             f"1 message, max {max_reconsume_times} (new and old client), retryQueueNums 1 and 0, "
-            f"broadcasting, start {high_start}; {faults} RPC faults; listener levels {listener_levels}"
+            f"broadcasting, start {high_start}; {faults} RPC faults; listener levels {listener_levels}; "
+            "a retried fallback send for a chain's first copy"
         ),
         initial=tuple(initial),
-        actions=lambda _state: candidates,
+        actions=actions,
         enabled=enabled,
         step=step,
         invariants=INVARIANTS,

@@ -42,3 +42,56 @@ def mutant(module: ModuleType, old: str, new: str) -> ModuleType:
 def crosshair_mutant(mod: ModuleType, function: str, per_condition_timeout: float = 10.0) -> CrosshairRun:
     """Run CrossHair on one function of a mutant module."""
     return run_crosshair(f"{mod.__name__}.{function}", per_condition_timeout, extra_paths=[str(_root)])
+
+
+def _functions(namespace: dict[str, object], module_name: str, prefix: str = "") -> dict[str, object]:
+    """Plain functions and methods defined in a module (by qualified name), including properties' getters."""
+    found: dict[str, object] = {}
+    for name, value in namespace.items():
+        if inspect.isfunction(value) and value.__module__ == module_name:
+            found[prefix + name] = value
+        elif isinstance(value, (staticmethod, classmethod)) and inspect.isfunction(value.__func__):
+            found[prefix + name] = value.__func__
+        elif isinstance(value, property) and value.fget is not None:
+            found[prefix + name] = value.fget
+        elif inspect.isclass(value) and value.__module__ == module_name and not prefix:
+            found.update(_functions(dict(vars(value)), module_name, f"{name}."))
+    return found
+
+
+class refimpl_mutant:
+    """Break one rule of a live module in place: ``with refimpl_mutant(module, old, new): ...``.
+
+    The module's source with ``old`` (exactly once) replaced by ``new`` is compiled; every function or method whose
+    code changed gets the mutated code object swapped into the *existing* function object, so every caller — other
+    modules that imported it, instances already built — runs the broken rule. Leaving the block restores the code.
+    """
+
+    def __init__(self, module: ModuleType, old: str, new: str) -> None:
+        source = inspect.getsource(module)
+        count = source.count(old)
+        if count != 1:
+            raise AssertionError(f"mutation target occurs {count} times in {module.__name__}: {old!r}")
+        self.module = module
+        namespace: dict[str, object] = {"__name__": module.__name__, "__file__": module.__file__}
+        exec(compile(source.replace(old, new), module.__file__ or module.__name__, "exec"), namespace)
+        live = _functions(vars(module), module.__name__)
+        mutated = _functions(namespace, module.__name__)
+        self._swaps = []
+        for name, func in mutated.items():
+            target = live.get(name)
+            if target is None:
+                raise AssertionError(f"mutation adds {name}; only changes to existing functions are supported")
+            if target.__code__.co_code != func.__code__.co_code or target.__code__.co_consts != func.__code__.co_consts:
+                self._swaps.append((target, target.__code__, func.__code__))
+        if not self._swaps:
+            raise AssertionError(f"mutation {old!r} -> {new!r} changes no function of {module.__name__}")
+
+    def __enter__(self) -> refimpl_mutant:
+        for target, _old, new in self._swaps:
+            target.__code__ = new
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for target, old, _new in self._swaps:
+            target.__code__ = old

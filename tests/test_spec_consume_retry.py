@@ -359,6 +359,21 @@ def test_fallback_dead_letters_one_retry_earlier() -> None:
     assert (r.target, r.reconsume_times, r.delay_level) == (cr.Target.RETRY, 15, 17)
 
 
+def test_retried_fallback_send_loses_its_count() -> None:
+    # sendKernelImpl moves RECONSUME_TIME / MAX_RECONSUME_TIMES into the header and deletes them from the message:
+    # a retried attempt sends neither, so the broker stores the copy with 0 against the group's max (RETRY-16).
+    first = cr.client_retry_message("T", 2, 3, "G")
+    again = cr.client_retry_message("T", 2, 3, "G", retried=True)
+    assert (again.header_reconsume_times, again.header_max_reconsume_times, again.delay_level) == (0, None, 5)
+    assert Property.RECONSUME_TIME not in dict(again.properties)
+    assert Property.MAX_RECONSUME_TIMES not in dict(again.properties)
+    assert dict(again.properties)[Property.RETRY_TOPIC] == "T"
+    r = cr.retry_topic_send(first.header_reconsume_times, first.delay_level, first.header_max_reconsume_times)
+    assert (r.target, r.reconsume_times) == (cr.Target.DLQ, 3)
+    r = cr.retry_topic_send(again.header_reconsume_times, again.delay_level, again.header_max_reconsume_times)
+    assert (r.target, r.reconsume_times, r.delay_level) == (cr.Target.RETRY, 0, 5)
+
+
 def test_retry_topic_send_versions() -> None:
     assert cr.retry_topic_send(None, 3).reconsume_times == 0
     assert cr.retry_topic_send(1, 3, group_known=False).code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
@@ -556,6 +571,15 @@ def test_fallback_and_local_reconsume_chain() -> None:
     assert state.deliveries[-1] == cr.Delivery(2, 10_000 + SEND_BACK_LOCAL_RETRY_DELAY_MS, local=True)
     state = run(state, FAIL, cr.BrokerAnswers(), cr.TimePasses(), cr.ScheduleDelivers(), cr.Pull())
     assert [d.reconsume_times for d in state.deliveries] == [0, 1, 2, 2]
+
+
+def test_retried_fallback_restarts_the_chain() -> None:
+    # The client's send needed a retry: the copy starts again at 0 (RETRY-16, RETRY-25) and waits level 3.
+    state = run(fresh(), cr.Pull(), FAIL, cr.SendBackFails(), cr.FallbackStored(retried=True))
+    copy = state.copies[-1]
+    assert (copy.path, copy.retried, copy.reconsume_times, state.scheduled_level) == (cr.Path.CLIENT, True, 0, 3)
+    state = run(state, cr.TimePasses(), cr.ScheduleDelivers(), cr.Pull())
+    assert [d.reconsume_times for d in state.deliveries] == [0, 0]
 
 
 def test_retry_queue_nums_zero_drops() -> None:
