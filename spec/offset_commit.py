@@ -149,9 +149,12 @@ CLAUSES = ClauseTable(
             "OFF-12",
             "A queue leaving the consumer (rebalance, or pull idle too long) has its ProcessQueue marked "
             "dropped, then persist(mq), then removeOffset(mq); a dropped ProcessQueue's results are not "
-            "written, save by a consume thread that passed the isDropped check just before (not atomic).",
+            "written, save by a consume thread that passed the isDropped check just before (not atomic), and "
+            "by a NO_NEW_MSG / NO_MATCHED_MSG answer to a pull of the dropped ProcessQueue, whose "
+            "correctTagsOffset writes the next offset with increaseOnly when its msgCount is 0 (no isDropped "
+            "check).",
             "RebalanceImpl.updateProcessQueueTableInRebalance, "
-            "RebalancePushImpl.removeUnnecessaryMessageQueue",
+            "RebalancePushImpl.removeUnnecessaryMessageQueue, DefaultMQPushConsumerImpl.correctTagsOffset",
         ),
         Clause(
             "OFF-13",
@@ -782,7 +785,9 @@ class QueueAssigned:
 @attrs.frozen
 class LateOffsetWrite:
     """A consume thread of a dropped ProcessQueue, which passed the isDropped check before the drop, writes
-    its removeMessage result ``offset`` only now (OFF-12: the check and the write are not atomic)."""
+    its removeMessage result ``offset`` only now (OFF-12: the check and the write are not atomic); or a pull
+    of the dropped ProcessQueue, with nothing cached, is answered NO_NEW_MSG and correctTagsOffset writes its
+    next offset (OFF-12: the pull callback does not check isDropped)."""
 
     offset: int
 
@@ -950,12 +955,15 @@ def step(state: OffsetState, action: Action) -> OffsetState:
 def _dropped(state: OffsetState) -> OffsetState:
     """OFF-12: marked dropped, persist(mq), removeOffset(mq). The dropped ProcessQueue's consume requests go
     with it, except that a thread whose removeMessage result is ready may have passed the isDropped check
-    already and write it later (``late``)."""
+    already and write it later (``late``); so may a pull in flight when nothing is cached: a NO_NEW_MSG
+    answer makes correctTagsOffset write the pull offset."""
     config = state.config
     assert state.held is not None
     # Of the results ready, the largest is the one a late write can do most with (increaseOnly): the
     # machine keeps that one.
     ready = [r.removed for r in state.held.requests if r.removed is not None]
+    if state.held.pq.msg_count == 0:
+        ready.append(state.held.next_offset)
     late = _plus(state.late, max(ready)) if ready and config.late_writes else state.late
     in_flight, stored = state.in_flight, state.stored
     if config.clustering:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -40,9 +40,11 @@ def hypothesis_finds_failure(
 
     Raises AssertionError when every program passes: a mutant the machine cannot catch is a defect of the machine.
     """
+    # Finding *a* failing program is all that matters here: no shrinking, no explain phase (they cost minutes).
+    search = settings(stateful_settings(examples, steps), max_examples=examples, stateful_step_count=steps,
+                      derandomize=True, phases=[Phase.explicit, Phase.generate])
     try:
-        run_state_machine_as_test(machine, settings=settings(stateful_settings(examples, steps), max_examples=examples,
-                                                             stateful_step_count=steps, derandomize=True))
+        run_state_machine_as_test(machine, settings=search)
     except Exception as failure:  # the machine's check (or the implementation) failed: the mutant is caught
         return failure
     raise AssertionError(f"{machine.__name__} passed against a broken implementation: the mutant survived")

@@ -537,6 +537,19 @@ def test_late_write_after_a_drop_raises_the_new_memory_entry() -> None:
     assert not oc.enabled(state, oc.LateOffsetWrite(2))
 
 
+def test_late_pull_answer_after_a_drop_raises_the_new_memory_entry() -> None:
+    """OFF-12: a pull of the dropped ProcessQueue, with nothing cached, answered NO_NEW_MSG after the queue came
+    back: correctTagsOffset (no isDropped check in 4.9.8) writes its offset over the new memory entry."""
+    config = Config(CLUSTERING, False, V4_9_8, messages=2, pull_batch=2, late_writes=True)
+    state = run(OffsetState(config), QueueAssigned(), PullFound(), ConsumeFinished(ConsumeRequest((0,))),
+                ConsumeFinished(ConsumeRequest((1,))), OffsetUpdated(ConsumeRequest((0,), 1)),
+                OffsetUpdated(ConsumeRequest((1,), 2)), QueueDropped())
+    assert state.late == (2,) and state.memory == NO_OFFSET and state.in_flight == (2,)
+    state = run(state, QueueAssigned(), oc.LateOffsetWrite(2))
+    assert state.held is not None and state.held.late_write and state.held.next_offset == 0
+    assert state.memory == 2 and oc.at_least_once(state)
+
+
 def test_broadcasting_before_4_9_8_keeps_a_stale_memory_offset_after_a_drop() -> None:
     """OFF-18's versions: 4.9.3's LocalFileOffsetStore neither persists nor forgets on a drop."""
     config = Config(BROADCASTING, False, V4_9_3, messages=2, pull_batch=2)
