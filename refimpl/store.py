@@ -714,13 +714,11 @@ class MessageStore:
         ``max_msgs``; at most max(16000, max_msgs*20) bytes of consume queue (entries × 20) are scanned, never past
         the end of the consume-queue file holding ``offset``.
 
-        A topic without any consume queue answers NO_MATCHED_LOGIC_QUEUE; a queue id of a known topic that never
-        got a message is an empty queue (Java's ``findConsumeQueue`` creates it): NO_MESSAGE_IN_QUEUE.
+        A queue that never got a message is an empty queue, whether or not its topic has others: Java's
+        ``findConsumeQueue`` creates it on demand, so 4.9.8 never answers NO_MATCHED_LOGIC_QUEUE (PULL-1, PULL-2).
         """
         cq = self._cqs.get((topic, queue_id))
         if cq is None:
-            if topic not in self._topics:
-                return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
             return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         min_offset = cq.min_logic
         max_offset = cq.max_offset

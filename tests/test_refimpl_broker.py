@@ -190,10 +190,10 @@ def test_pull_status_table(env: Env) -> None:
     env.broker.create_topic("T", 2, 2)
     # No consume queue yet: offset 0 → PULL_NOT_FOUND, other offsets → PULL_OFFSET_MOVED.
     first = env.pull("T", 0, 0)
-    assert first is not None and (first.code, first.remark) == (ResponseCode.PULL_NOT_FOUND, "NO_MATCHED_LOGIC_QUEUE")
+    assert first is not None and (first.code, first.remark) == (ResponseCode.PULL_NOT_FOUND, "NO_MESSAGE_IN_QUEUE")
     moved = env.pull("T", 0, 5)
     assert moved is not None and (moved.code, moved.remark) == (ResponseCode.PULL_OFFSET_MOVED,
-                                                                "NO_MATCHED_LOGIC_QUEUE")
+                                                                "NO_MESSAGE_IN_QUEUE")
     for _ in range(3):
         env.send("T", tags="A")
     one = env.pull("T", 0, 3)
@@ -384,7 +384,7 @@ def test_long_polling_times_out_at_the_periodic_check(env: Env) -> None:
     assert channel.responses == []  # the check runs every 5 s: the first one after 7 s is at 10 s
     env.runtime.advance(1_000)
     [response] = channel.responses
-    assert response.code == ResponseCode.PULL_NOT_FOUND and response.remark == "NO_MATCHED_LOGIC_QUEUE"
+    assert response.code == ResponseCode.PULL_NOT_FOUND and response.remark == "NO_MESSAGE_IN_QUEUE"
     assert env.runtime.now_ms() - start == 10_000
     assert env.runtime.run_until_idle() == 0  # held pulls are housekeeping, not pending work
 

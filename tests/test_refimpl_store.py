@@ -108,9 +108,10 @@ def test_arrival_listener_sees_dispatched_messages() -> None:
 # ---- getMessage statuses ----------------------------------------------------------------------------------------
 
 
-def test_status_no_matched_logic_queue_and_no_message_in_queue() -> None:
+def test_status_no_message_in_queue_for_queues_never_written() -> None:
     store = make_store()
-    assert store.get_message(T, 0, 5, 32) == GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+    # Java's findConsumeQueue creates a missing consume queue: a topic the store never saw is an empty queue too.
+    assert store.get_message(T, 0, 5, 32) == GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
     put(store, queue_id=0)
     # A queue id of a known topic that never got a message is empty (Java's findConsumeQueue creates it).
     assert store.get_message(T, 1, 5, 32) == GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
