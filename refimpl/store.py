@@ -923,7 +923,10 @@ class MessageStore:
         deleted = 0
         while len(self._segments) > 1 and now >= self._segments[0].last_ts + self.file_reserved_ms:
             if not deleted:
-                self._flush_commit_log()  # the segments that stay must be on the disk before older ones go
+                # The segments that stay must be on the disk before older ones go, and so must the consume-queue
+                # entries (and checkpoint) of the ones that go: recovery can no longer rebuild those from the commit
+                # log, and a queue whose max offset fell back would hand its offsets out again.
+                self.flush()
             self._drop_first_segment()
             deleted += 1
         if deleted:
@@ -936,7 +939,10 @@ class MessageStore:
         deleted = 0
         while deleted < count and len(self._segments) > 1:
             if not deleted:
-                self._flush_commit_log()  # the segments that stay must be on the disk before older ones go
+                # The segments that stay must be on the disk before older ones go, and so must the consume-queue
+                # entries (and checkpoint) of the ones that go: recovery can no longer rebuild those from the commit
+                # log, and a queue whose max offset fell back would hand its offsets out again.
+                self.flush()
             self._drop_first_segment()
             deleted += 1
         if deleted:
