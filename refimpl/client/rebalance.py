@@ -22,6 +22,7 @@ The broker calls of Java's synchronous code are futures here; every step re-chec
 
 from __future__ import annotations
 
+import abc
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -116,7 +117,7 @@ def _resolved(value: Any) -> Future[Any]:
     return future
 
 
-class RebalanceImpl:
+class RebalanceImpl(abc.ABC):
     """``RebalanceImpl``: the shared part of the push and lite pull rebalances."""
 
     consume_type = ConsumeType.CONSUME_PASSIVELY
@@ -459,14 +460,17 @@ class RebalanceImpl:
                     pq.locked = False
 
     # ---------------------------------------------------------------------------------------------------- hooks
+    @abc.abstractmethod
     def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> Future[bool]:
-        raise NotImplementedError
+        """Implemented by the push and lite-pull variants."""
 
+    @abc.abstractmethod
     def dispatch_pull_requests(self, requests: list[PullRequest]) -> None:
-        raise NotImplementedError
+        """Implemented by the push and lite-pull variants."""
 
+    @abc.abstractmethod
     def message_queue_changed(self, topic: str, mq_all: set[MessageQueue], divided: set[MessageQueue]) -> None:
-        raise NotImplementedError
+        """Implemented by the push and lite-pull variants."""
 
     def destroy(self) -> None:
         """Every ProcessQueue dropped, the table cleared (shutdown)."""
