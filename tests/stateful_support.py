@@ -42,9 +42,17 @@ def hypothesis_finds_failure(
     """
     # Finding *a* failing program is all that matters here: no shrinking, no explain phase (they cost minutes).
     search = settings(stateful_settings(examples, steps), max_examples=examples, stateful_step_count=steps,
-                      derandomize=True, phases=[Phase.explicit, Phase.generate])
+                      derandomize=True, phases=[Phase.explicit, Phase.generate], report_multiple_bugs=False)
     try:
         run_state_machine_as_test(machine, settings=search)
     except Exception as failure:  # the machine's check (or the implementation) failed: the mutant is caught
         return failure
     raise AssertionError(f"{machine.__name__} passed against a broken implementation: the mutant survived")
+
+
+def failure_text(failure: BaseException) -> str:
+    """A failure's text, with every sub-exception of a group (hypothesis may report distinct failures so)."""
+    group = getattr(failure, "exceptions", None)  # an ExceptionGroup (the exceptiongroup backport on 3.10)
+    if isinstance(group, tuple):
+        return "\n".join(failure_text(e) for e in group)
+    return str(failure)

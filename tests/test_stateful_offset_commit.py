@@ -24,17 +24,15 @@ OFF-1, OFF-4) and, while a ProcessQueue stays, ``memory_only_rises`` (OFF-5, OFF
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
 import pytest
-from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from mutation import refimpl_mutant
-from stateful_support import hypothesis_finds_failure, stateful_settings
+from stateful_support import failure_text, hypothesis_finds_failure, stateful_settings
 
 from rocketspec.refimpl import Cluster, ConsumeStatus, Message
 from rocketspec.refimpl.broker import offsets as broker_offsets_module
@@ -562,34 +560,10 @@ MUTANTS = {
 }
 
 
-@contextlib.contextmanager
-def mutant_search_profile() -> Iterator[None]:
-    """Load a copy of the active profile for the mutant runs: they only need *a* failing program, so hypothesis
-    neither shrinks it (each shrink re-runs hundreds of simulated programs: up to minutes per mutant) nor explains
-    it (the explain phase traces every program it runs)."""
-    active = settings.get_current_profile_name()
-    phases = tuple(p for p in settings.default.phases if p not in (Phase.shrink, Phase.explain))
-    settings.register_profile(
-        "stateful-mutants", settings(settings.default, phases=phases, report_multiple_bugs=False))
-    settings.load_profile("stateful-mutants")
-    try:
-        yield
-    finally:
-        settings.load_profile(active)
-
-
-def _messages(failure: BaseException) -> str:
-    """The failure's text, with every sub-exception of a group (hypothesis reports distinct failures so)."""
-    group = getattr(failure, "exceptions", None)  # an ExceptionGroup (the exceptiongroup backport on 3.10)
-    if isinstance(group, tuple):
-        return "\n".join(_messages(e) for e in group)
-    return str(failure)
-
-
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_is_caught(name: str) -> None:
     module, old, new, clauses = MUTANTS[name]
-    with refimpl_mutant(module, old, new), mutant_search_profile():
+    with refimpl_mutant(module, old, new):
         failure = hypothesis_finds_failure(OffsetCommitMachine, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)
-    text = _messages(failure)
+    text = failure_text(failure)
     assert any(clause in text for clause in clauses), f"{name}: failure names none of {clauses}: {text}"
