@@ -20,10 +20,10 @@ of its clauses:
   or deleted;
 - duplicates only for an allowed cause (OFF-12, OFF-17, REB-20, TXN-11, SEND-2, SEND-3): a message consumed
   successfully is delivered again to the group only if it was stored more than once (a retried send, a duplicated
-  send back or END_TRANSACTION), or since it was stored two live consumers of the group allocated its queue at once
-  (views that did not agree), or a fault, a broker restart, a deletion, a consumer joining / leaving / crashing, an
-  OFFSET_ILLEGAL correction or a change of a consumer's allocation happened (counted by cause in
-  ``DUPLICATE_CAUSES``);
+  send back or END_TRANSACTION), or since it was stored two live consumers of the group allocated its queue (or its
+  original's, each sending a copy back) at once (views that did not agree), or a fault, a broker restart, a
+  deletion, a consumer joining / leaving / crashing, an OFFSET_ILLEGAL correction or a change of a consumer's
+  allocation happened (counted by cause in ``DUPLICATE_CAUSES``);
 - a committed offset moves back only after such a cause (OFF-8, OFF-12, PULL-22, REB-10): the lower value is stale,
   so one of them must have happened since the committed offset last rose above it;
 - every allocation equals ``rebalance.allocate`` on the same queues and ids (REB-1 to REB-5); once the live consumers
@@ -198,6 +198,7 @@ class SystemMachine(RuleBasedStateMachine):
         self.exempt: dict[tuple[str, str], str] = {}
         self.copies: Counter[tuple[str, str]] = Counter()  # (topic, msg id) -> stored copies
         self.origin: dict[str, int] = {}  # msg id -> when it was first stored in its topic
+        self.origin_queue: dict[str, MessageQueue] = {}  # msg id -> the queue it was first stored in
         self.overlaps: dict[tuple[str, MessageQueue], list[list[Any]]] = {}  # [start, end or None] seqs
         self.records: dict[str, list[tuple[int, str, str]]] = defaultdict(list)  # broker -> (clo, topic, msg id)
         self.queue_msgs: dict[tuple[str, str, int], dict[int, tuple[str, int]]] = defaultdict(dict)
@@ -321,7 +322,8 @@ class SystemMachine(RuleBasedStateMachine):
         cause: str | None
         if self.copies[("", mid)] > 1 or self.copies[(retry_topic(group), mid)] > self._retry_levels(group, mid):
             cause = "stored more than once"
-        elif self._overlap_since(group, queue, since):
+        elif any(self._overlap_since(group, q, since) for q in (queue, self.origin_queue.get(mid))):
+            # Two owners of its queue (or of its original's: each sent back a copy of it) consumed it.
             cause = "two owners"
         else:
             cause = self._disturbance_since(since, group)
@@ -331,7 +333,7 @@ class SystemMachine(RuleBasedStateMachine):
         else:
             DUPLICATE_CAUSES[cause.split(":")[0]] += 1
 
-    def _overlap_since(self, group: str, queue: MessageQueue, since: int) -> bool:
+    def _overlap_since(self, group: str, queue: MessageQueue | None, since: int) -> bool:
         """Whether two live consumers of ``group`` allocated ``queue`` at some moment after ``since``."""
         return any(end is None or end > since for _start, end in self.overlaps.get((group, queue), ()))
 
@@ -387,6 +389,7 @@ class SystemMachine(RuleBasedStateMachine):
         if ev.topic in TOPICS:
             self.copies[("", ev.msg_id)] += 1  # copies in any user topic
             self.origin.setdefault(ev.msg_id, self.seq)
+            self.origin_queue.setdefault(ev.msg_id, MessageQueue(ev.topic, ev.broker, ev.queue_id))
         self.records[ev.broker].append((ev.commit_log_offset, ev.topic, ev.msg_id))
         if ev.topic in TOPICS or ev.topic.startswith("%RETRY%"):
             self.queue_msgs[(ev.broker, ev.topic, ev.queue_id)][ev.offset] = (ev.msg_id, self.seq)
