@@ -20,7 +20,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -47,6 +47,9 @@ from rocketspec.spec.protocol import (
     MessageModel,
 )
 from rocketspec.spec.queues import MessageQueue
+
+if TYPE_CHECKING:
+    from rocketspec.traces.recording import TraceRecorder
 
 _CLOCKS = ("simulated", "real")
 
@@ -92,7 +95,10 @@ class Cluster:
         latency_ms: int = 1,
         data_dir: str | Path | None = None,
         flush: str = "async",
-        keep_events: bool = True,
+        keep_events: bool | None = None,
+        trace_dir: str | Path | None = None,
+        trace_format: str = "parquet",
+        trace_id: str | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -103,7 +109,14 @@ class Cluster:
             raise ValueError("flush must be 'async' or 'sync'")
         _split_options(BrokerConfig, broker_options, "broker")
         self.runtime: Runtime = SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
+        self._seed = seed
+        if keep_events is None:
+            keep_events = trace_dir is None  # a recorded run keeps its events on disk, not in memory
         self.events = EventLog(self.runtime.now_ms, keep=keep_events)
+        self.recorders: list[TraceRecorder] = []
+        self.recorder: TraceRecorder | None = None
+        if trace_dir is not None:
+            self.recorder = self.record(trace_dir, trace_id=trace_id, fmt=trace_format, keep_events=None)
         self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0)
         self.namesrv_addr = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
         self.namesrv = NameServer(self.runtime, self.network, self.events, self.namesrv_addr)
@@ -135,6 +148,9 @@ class Cluster:
         if self._closed:
             return
         self._closed = True
+        # The trace ends with the run (CUT unless the caller ended it): the shutdown below is not part of it.
+        recorders = list(self.recorders)
+        self.runtime.submit(lambda: [recorder.close() for recorder in recorders])
 
         def stop_all() -> None:
             for instance in self._clients:
@@ -145,6 +161,20 @@ class Cluster:
 
         self.runtime.submit(stop_all)
         self.runtime.close()
+
+    def record(self, out: str | Path, *, trace_id: str | None = None, fmt: str = "parquet",
+               keep_events: bool | None = False, **options: Any) -> TraceRecorder:
+        """Record this run's events from now on as a trace under ``out`` (``docs/traces.md``): Parquet partitioned
+        by trace (``out/trace_id=<id>/part-*.parquet``) or JSON Lines (``out/<id>.jsonl``). ``keep_events=False``
+        (the default) stops keeping events in memory. End the trace with ``recorder.record_trace_end("SETTLED")``
+        once the run settled; ``close()`` (or the cluster's) ends it ``CUT`` otherwise and writes the manifest.
+        Other ``options`` are :class:`~rocketspec.traces.recording.TraceRecorder`'s."""
+        from rocketspec.traces.recording import TraceRecorder
+
+        recorder = TraceRecorder(self.events, out, trace_id or f"refimpl-s{self._seed}", fmt=fmt,
+                                 keep_events=keep_events, **options)
+        self.recorders.append(recorder)
+        return recorder
 
     @property
     def faults(self) -> Faults:

@@ -39,6 +39,11 @@ class SendAttempt(Event):
     msg_id: str
     attempt: int
     mode: str
+    # The producer's configuration the SEND rules depend on (None when the emitter does not know it).
+    retry_times: int | None = None
+    retry_times_async: int | None = None
+    timeout_ms: int | None = None
+    latency_fault: bool | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -57,6 +62,7 @@ class SendResultEvent(Event):
     offset: int | None = None
     error: str | None = None
     final: bool = False
+    latency_ms: int | None = None  # the attempt's latency as the producer measured it (fed to its fault table)
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +82,8 @@ class RebalanceAssign(Event):
     strategy: str
     consumers: tuple[str, ...]
     queues: tuple[str, ...]  # "broker:queueId"
+    all_queues: tuple[str, ...] | None = None  # the topic's queues the allocation ran on, "broker:queueId"
+    expression: str | None = None  # the subscription expression of the topic
 
 
 @attrs.frozen(kw_only=True)
@@ -169,6 +177,18 @@ class MessageStored(Event):
     msg_id: str
     commit_log_offset: int
     reconsume_times: int = 0
+    tags: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class StoreDelete(Event):
+    """A broker deleted old data and a consume queue's min offset moved up to ``offset`` (``node`` = broker)."""
+
+    kind: ClassVar[str] = "store.delete"
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
 
 
 @attrs.frozen(kw_only=True)
@@ -183,6 +203,8 @@ class SendBack(Event):
     delay_level: int
     target: str
     via: str  # "broker" (CONSUMER_SEND_MSG_BACK) or "client" (fallback send) or "local" (consume again)
+    broker: str | None = None  # set (to ``node``) on the row the broker that made the copy writes
+    max_reconsume_times: int | None = None  # the maximum the consumer sends (None: not known to the emitter)
 
 
 @attrs.frozen(kw_only=True)
@@ -216,6 +238,7 @@ class TxnCheck(Event):
     transaction_id: str
     check_times: int
     action: str  # "check", "discard"
+    check_max: int | None = None  # the broker's transactionCheckMax
 
 
 @attrs.frozen(kw_only=True)

@@ -477,6 +477,7 @@ class MessageStore:
         self._topics: dict[str, dict[int, _ConsumeQueue]] = {}
         self._dirty_cqs: set[_ConsumeQueue] = set()
         self._listeners: list[Callable[[str, int, int, int], None]] = []
+        self._delete_listeners: list[Callable[[str, int, int], None]] = []
         self._checkpoint = -1  # commit-log offset the durable consume queues cover
         self._messages = 0
         self._closed = False
@@ -660,6 +661,11 @@ class MessageStore:
         """``MessageArrivingListener``: ``fn(topic, queue_id, queue_offset, tags_code)`` after each dispatched
         message (``queue_offset`` is the new message's offset; the queue's max offset is now one more)."""
         self._listeners.append(fn)
+
+    def add_delete_listener(self, fn: Callable[[str, int, int], None]) -> None:
+        """``fn(topic, queue_id, min_offset)`` whenever deleting old data moves a consume queue's min offset up (not
+        on recovery, which only restores what an earlier deletion already reported)."""
+        self._delete_listeners.append(fn)
 
     def remove_arrival_listener(self, fn: Callable[[str, int, int, int], None]) -> None:
         if fn in self._listeners:
@@ -966,7 +972,11 @@ class MessageStore:
             return
         self._last_cleaned_min = phy_min
         for cq in self._cqs.values():
+            before = cq.min_logic
             self._clean_consume_queue(cq, phy_min)
+            if cq.min_logic > before:
+                for listener in self._delete_listeners:
+                    listener(cq.topic, cq.queue_id, cq.min_logic)
 
     def _clean_consume_queue(self, cq: _ConsumeQueue, phy_min: int) -> None:
         # MappedFileQueue.deleteExpiredFileByOffset: full files (never the last) whose last entry is below phy_min.

@@ -111,6 +111,52 @@ def cmd_spec_oracles(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_traces_check(args: argparse.Namespace) -> int:
+    from rocketspec.traces.report import format_report
+    from rocketspec.traces.schema import SchemaError
+
+    source = Path(args.trace)
+    if not source.exists():
+        raise UsageError(f"no trace at {source}")
+    if args.report is not None:
+        parent = Path(args.report).resolve().parent
+        if not parent.is_dir():
+            raise UsageError(f"cannot write the report: {parent} is not a directory")
+    try:
+        if args.engine == "python":
+            if args.master is not None:
+                raise UsageError("--master applies to the spark engine only")
+            from rocketspec.traces.pycheck import check_python
+
+            report = check_python(source)
+        else:
+            from rocketspec.traces.sparkcheck import SparkUnavailable, check_spark
+
+            try:
+                report = check_spark(source, master=args.master)
+            except SparkUnavailable as exc:
+                raise UsageError(f"cannot run Spark: {exc}") from None
+    except SchemaError as exc:
+        raise UsageError(f"bad trace {source}: {exc}") from None
+    if args.json:
+        print(report.dumps())
+    else:
+        print(format_report(report, samples=args.samples))
+    if args.report is not None:
+        Path(args.report).write_text(report.dumps() + "\n", encoding="utf-8")
+    return 0 if report.ok else 1
+
+
+def cmd_traces_schema(args: argparse.Namespace) -> int:
+    from rocketspec.traces.reference import markdown, schema_json
+
+    if args.markdown:
+        print(markdown())
+    else:
+        print(json.dumps(schema_json(), indent=2))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rocketspec",
@@ -162,6 +208,42 @@ def build_parser() -> argparse.ArgumentParser:
     oracles.add_argument("areas", nargs="*", metavar="AREA", help="areas to list (default all)")
     oracles.add_argument("--markdown", action="store_true", help="print the Markdown reference (docs/oracles.md)")
     oracles.set_defaults(handler=cmd_spec_oracles)
+
+    traces = commands.add_parser(
+        "traces", help="generate traces and check protocol invariants on them", description="Traces."
+    )
+    traces_commands = traces.add_subparsers(dest="traces_command", metavar="TRACES_COMMAND")
+    traces_commands.required = True
+    from rocketspec.traces import generate as trace_generate
+
+    trace_generate.add_parser(traces_commands)
+    tcheck = traces_commands.add_parser(
+        "check",
+        help="check every protocol invariant on a trace (PySpark)",
+        description=(
+            "Check every invariant of docs/traces.md on a trace directory or file (Parquet or JSON Lines): a table "
+            "per invariant (events scanned, violations, sample violating rows with their seq). Exit 1 if any "
+            "invariant is violated, 2 on bad input."
+        ),
+    )
+    tcheck.add_argument("trace", metavar="DIR", help="trace directory (or one .parquet / .jsonl file)")
+    tcheck.add_argument("--master", metavar="URL",
+                        help="Spark master (default local[*]; spark://host:7077, yarn, k8s://..., local[2])")
+    tcheck.add_argument("--engine", choices=("spark", "python"), default="spark",
+                        help="spark (default) or the single-process pure-Python checker")
+    tcheck.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
+    tcheck.add_argument("--json", action="store_true", help="print the JSON report instead of tables")
+    tcheck.add_argument("--samples", type=_positive_int, default=5, metavar="N",
+                        help="sample violating rows shown per invariant (default 5; the JSON report keeps 20)")
+    tcheck.set_defaults(handler=cmd_traces_check)
+
+    tschema = traces_commands.add_parser(
+        "schema",
+        help="print the trace schema (columns, kinds, invariants) as JSON, or Markdown",
+        description="Print the trace event schema and the invariants: JSON for machines, --markdown for people.",
+    )
+    tschema.add_argument("--markdown", action="store_true", help="print Markdown (docs/traces.md embeds it)")
+    tschema.set_defaults(handler=cmd_traces_schema)
     return parser
 
 

@@ -209,7 +209,7 @@ def test_send_back_parks_a_retry_with_level_three_plus_reconsume_times(h: Broker
     [event] = h.events.of(SendBack)
     assert attrs.evolve(event, seq=-1, ts_ms=-1) == SendBack(
         node="broker-a", group=GROUP, topic=TOPIC, msg_id=original.msg_id, reconsume_times=1, delay_level=3,
-        target="%RETRY%CG", via="broker")
+        target="%RETRY%CG", via="broker", max_reconsume_times=16, broker="broker-a")
     retry_topic = h.broker.topics.get("%RETRY%CG")
     assert retry_topic is not None and retry_topic.perm == PERM_READ | PERM_WRITE
 

@@ -130,7 +130,7 @@ def test_commit_makes_the_message_visible_and_writes_the_op_message(h: BrokerHar
     assert real.msg_id == half.unique_key
     [op] = h.messages(TRANS_OP_HALF_TOPIC, 0)
     assert op.body == b"0" and op.tags == "d" and op.properties["WAIT"] == "true"
-    assert results(h) == ["committed"]
+    assert results(h) == ["COMMITTED"]
     [event] = h.events.of(TxnEnd)
     assert (event.node, event.group, event.state, event.from_check) == ("broker-a", GROUP, "COMMIT_MESSAGE", False)
 
@@ -140,7 +140,7 @@ def test_rollback_writes_only_the_op_message(h: BrokerHarness) -> None:
     end(h, half, TRANSACTION_ROLLBACK_TYPE)
     assert h.broker.store.max_offset(TOPIC, 1) == 0
     assert [m.body for m in h.messages(TRANS_OP_HALF_TOPIC, 0)] == [b"0"]
-    assert results(h) == ["rolled_back"]
+    assert results(h) == ["ROLLED_BACK"]
     h.register_producer(GROUP)
     h.runtime.advance(5 * INTERVAL)
     assert h.broker.store.max_offset(TOPIC, 1) == 0 and not checks(h)
@@ -155,7 +155,7 @@ def test_unknown_state_does_nothing(h: BrokerHarness) -> None:
     with pytest.raises(RemotingTimeoutError):
         end(h, half, TRANSACTION_NOT_TYPE, oneway=False)
     assert h.broker.store.max_offset(TRANS_OP_HALF_TOPIC, 0) == 0
-    assert results(h)[-1] == "ignored"
+    assert results(h)[-1] == "IGNORED"
     assert h.broker.transactions.pending()
 
 
@@ -243,7 +243,7 @@ def test_unresolved_half_message_is_checked_with_its_producer(h: BrokerHarness) 
     renewed_half = Half(half.response, renewed.commit_log_offset, 1, half.unique_key)
     end(h, renewed_half, TRANSACTION_COMMIT_TYPE, from_check=True)
     assert [m.body for m in h.messages(TOPIC, 3)] == [b"ask me"]
-    assert results(h) == ["committed"] and h.events.of(TxnEnd)[-1].from_check
+    assert results(h) == ["COMMITTED"] and h.events.of(TxnEnd)[-1].from_check
     assert not h.broker.transactions.pending()
     h.runtime.advance(INTERVAL)
     assert len(checks(h)) == 1

@@ -516,14 +516,14 @@ class SystemMachine(RuleBasedStateMachine):
 
     def _on_txn_end(self, ev: TxnEnd) -> None:
         """TXN-11/TXN-25: resolved at most once unless duplicated or re-appended; TXN-22: only commits commit."""
-        if ev.node not in BROKERS or ev.result not in ("committed", "rolled_back"):
+        if ev.node not in BROKERS or ev.result not in ("COMMITTED", "ROLLED_BACK"):
             return
         self.resolutions[ev.msg_id] += 1
         if self.resolutions[ev.msg_id] > 1 and not self.end_duplicated and ev.msg_id not in self.checked:
             self._violate(f"TXN-25: transaction {ev.msg_id} resolved {self.resolutions[ev.msg_id]} times with no "
                           "duplicated END_TRANSACTION and no check")
         sent = self.sent.get(self.key_of.get(ev.msg_id, ""))
-        if ev.result == "committed" and sent is not None and sent.txn is not None \
+        if ev.result == "COMMITTED" and sent is not None and sent.txn is not None \
                 and sent.txn.decision() is not TransactionState.COMMIT_MESSAGE:
             self._violate(f"TXN-22: {sent.key} committed by the broker; the producer decided {sent.txn.decision()}")
 

@@ -60,13 +60,13 @@ _KIND_NAMES = {TRANSACTION_NOT_TYPE: "UNKNOW", TRANSACTION_COMMIT_TYPE: "COMMIT"
 
 
 def _response_code(response: Any, result: str) -> int | None:
-    """The code the broker answered with; a oneway request's from the outcome text (``committed``, ``ignored``,
+    """The code the broker answered with; a oneway request's from the outcome text (``COMMITTED``, ``IGNORED``,
     ``SYSTEM_ERROR: remark``, ...)."""
     if response is not None:
         return int(response.code)
-    if result in ("committed", "rolled_back"):
+    if result in ("COMMITTED", "ROLLED_BACK"):
         return ResponseCode.SUCCESS
-    if result == "ignored":
+    if result == "IGNORED":
         return None
     return ResponseCode[result.split(":")[0]]
 
@@ -440,10 +440,10 @@ def test_mutant_rollback_stores_the_message_is_caught() -> None:
     with refimpl_mutant(
         broker_transaction,
         "            self._delete_prepare_message(half)\n            return request.response(ResponseCode.SUCCESS), "
-        "\"rolled_back\"",
+        "\"ROLLED_BACK\"",
         "            self._send_final_message(self._end_message_transaction(half, header))\n"
         "            self._delete_prepare_message(half)\n            return request.response(ResponseCode.SUCCESS), "
-        "\"rolled_back\"",
+        "\"ROLLED_BACK\"",
     ):
         failure = hypothesis_finds_failure(TransactionCheckMachine, 40, 15)
     assert "TXN-22" in str(failure) or "TXN-5..TXN-9" in str(failure)

@@ -32,7 +32,7 @@ from rocketspec.refimpl.broker.send import SendMessageProcessor
 from rocketspec.refimpl.broker.sendback import consumer_send_back
 from rocketspec.refimpl.broker.topics import TopicConfig, TopicConfigManager, validate_topic
 from rocketspec.refimpl.broker.transaction import TransactionService
-from rocketspec.refimpl.events import EventLog, MessageStored
+from rocketspec.refimpl.events import EventLog, MessageStored, StoreDelete
 from rocketspec.refimpl.message import decode_offset_message_id
 from rocketspec.refimpl.remoting import Channel, HeaderError, Network, RemotingClient, RemotingCommand, dispatch
 from rocketspec.refimpl.runtime import Future, Runtime, Timer
@@ -105,6 +105,7 @@ class Broker:
         self.store = MessageStore(runtime, self.name, self.addr, disk=self.disk, flush=config.flush,
                                   segment_bytes=config.segment_bytes, file_reserved_ms=config.file_reserved_ms)
         self.store.add_arrival_listener(self._on_arrival)
+        self.store.add_delete_listener(self._on_delete)
         self.consumers = ConsumerManager(self._notify_change)
         self.producers = ProducerManager(runtime.now_ms)
         self.locks = RebalanceLockManager(runtime.now_ms)
@@ -361,7 +362,13 @@ class Broker:
                 msg_id=msg.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) or offset_id,
                 commit_log_offset=commit_log_offset,
                 reconsume_times=msg.reconsume_times,
+                tags=msg.properties.get(Property.TAGS),
             ))
+
+    def _on_delete(self, topic: str, queue_id: int, min_offset: int) -> None:
+        """Deleting old data moved a consume queue's min offset: consumers behind it must correct (``StoreDelete``)."""
+        self.events.emit(StoreDelete(node=self.name, topic=topic, broker=self.name, queue_id=queue_id,
+                                     offset=min_offset))
 
     def _on_arrival(self, topic: str, queue_id: int, queue_offset: int, tags_code: int) -> None:
         """``NotifyMessageArrivingListener``: wake held pulls of that queue (master with long polling only); runs

@@ -157,6 +157,8 @@ def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channe
         delay_level=delay_level,
         target=new_topic,
         via="broker",
+        max_reconsume_times=max_times,
+        broker=broker.name,
     ))
     return request.response(ResponseCode.SUCCESS)
 

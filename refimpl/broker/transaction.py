@@ -247,7 +247,7 @@ class TransactionService:
         if not self.broker.is_master():
             return request.response(ResponseCode.SLAVE_NOT_AVAILABLE), ResponseCode.SLAVE_NOT_AVAILABLE.name
         if header.commit_or_rollback == TRANSACTION_NOT_TYPE:
-            return None, "ignored"
+            return None, "IGNORED"
         half = self.broker.store.look_message(header.commit_log_offset)
         remark = self._check_prepare_message(half, header)
         if remark is not None:
@@ -256,7 +256,7 @@ class TransactionService:
         assert half is not None
         if header.commit_or_rollback == TRANSACTION_ROLLBACK_TYPE:
             self._delete_prepare_message(half)
-            return request.response(ResponseCode.SUCCESS), "rolled_back"
+            return request.response(ResponseCode.SUCCESS), "ROLLED_BACK"
         try:
             inner = self._end_message_transaction(half, header)
         except ValueError as error:  # a half message without a usable REAL_TOPIC / REAL_QID: Java throws
@@ -267,7 +267,7 @@ class TransactionService:
         if code != ResponseCode.SUCCESS:
             return request.response(code, remark=remark), _error_text(code, remark)
         self._delete_prepare_message(half)
-        return request.response(ResponseCode.SUCCESS), "committed"
+        return request.response(ResponseCode.SUCCESS), "COMMITTED"
 
     @staticmethod
     def _check_prepare_message(half: MessageExt | None, header: EndTransactionHeader) -> str | None:
@@ -616,7 +616,7 @@ class TransactionService:
         group = props.get(Property.PRODUCER_GROUP)
         self.broker.events.emit(TxnCheck(node=self.broker.name, group=group or "", msg_id=unique_key or "",
                                          transaction_id=unique_key or "", check_times=self._check_times(msg),
-                                         action="check"))
+                                         action="check", check_max=self.broker.config.transaction_check_max))
         real_topic = props.get(Property.REAL_TOPIC)
         real_queue_id = parse_java_long(props.get(Property.REAL_QUEUE_ID), 32)
         if real_topic is None or real_queue_id is None:
@@ -648,7 +648,8 @@ class TransactionService:
         self.broker.events.emit(TxnCheck(node=self.broker.name,
                                          group=msg.properties.get(Property.PRODUCER_GROUP) or "",
                                          msg_id=unique_key or "", transaction_id=unique_key or "",
-                                         check_times=self._check_times(msg), action="discard"))
+                                         check_times=self._check_times(msg), action="discard",
+                                         check_max=self.broker.config.transaction_check_max))
         self.broker.topics.create_system_topic(TRANS_CHECK_MAX_TIME_TOPIC, TRANS_CHECK_MAX_TIME_QUEUE_NUMS,
                                                PERM_READ | PERM_WRITE)
         queue_id = self.broker.runtime.random.randrange(RANDOM_QUEUE_ID_BOUND) % TRANS_CHECK_MAX_TIME_QUEUE_NUMS

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
-from rocketspec.refimpl.events import EventLog, RouteUpdate
+from rocketspec.refimpl.events import ClientLifecycle, EventLog, RouteUpdate
 from rocketspec.refimpl.message import UniqueIdGenerator, decode_stored_message, java_string_hash
 from rocketspec.refimpl.remoting import (
     Channel,
@@ -176,7 +176,14 @@ class ClientInstance:
         self.runtime.call_later(self.network.latency_ms + 1, self.remoting.close)
 
     def crash(self) -> None:
-        """The process dies: timers stop and connections close at once; nothing is persisted or unregistered."""
+        """The process dies: timers stop and connections close at once; nothing is persisted or unregistered.
+        Each producer and consumer of a running instance reports a ``crash`` (``ClientLifecycle``)."""
+        if self.running:
+            clients = [*((g, p) for g, p in self.producers.items() if g != CLIENT_INNER_PRODUCER_GROUP),
+                       *self.consumers.items()]
+            for group, client in clients:
+                self.events.emit(ClientLifecycle(node=self.client_id, group=group,
+                                                 role=str(getattr(client, "role", "client")), action="crash"))
         self.running = False
         self.stopped = True
         self._stop_timers()

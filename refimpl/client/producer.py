@@ -450,16 +450,16 @@ class Producer:
 
     # one attempt (sendKernelImpl) -------------------------------------------------------------------------------------
     def _kernel(self, out: _Outgoing, mq: MessageQueue, mode: CommunicationMode, info: TopicPublishInfo | None,
-                timeout_ms: int, attempt: int, on_async: Callable[[_AsyncSend], None] | None = None
-                ) -> Future[SendResult | None]:
-        """One attempt to one queue; ASYNC resolves when the request is written (``_AsyncSend`` does the rest)."""
+                timeout_ms: int, attempt: int, on_async: Callable[[_AsyncSend], None] | None = None,
+                budget_ms: int | None = None) -> Future[SendResult | None]:
+        """One attempt to one queue; ASYNC resolves when the request is written (``_AsyncSend`` does the rest).
+        ``timeout_ms`` is what is left of the send's budget ``budget_ms`` (recorded on the attempt event)."""
         begin = self.runtime.now_ms()
         result: Future[SendResult | None] = Future()
         if out.batch is None:
             self._set_uniq_id(out.properties)
-        self.events.emit(SendAttempt(node=self.client_id, group=self.group, topic=out.topic,
-                                     broker=mq.broker_name, queue_id=mq.queue_id, msg_id=out.uniq_id(),
-                                     attempt=attempt, mode=mode.value))
+        self.events.emit(self._attempt_event(out, mq.broker_name, mq.queue_id, attempt, mode,
+                                             budget_ms if budget_ms is not None else timeout_ms))
 
         def with_addr(addr: str | None) -> None:
             if addr is None:
@@ -491,7 +491,8 @@ class Producer:
 
                 self.instance.invoke(addr, request, remaining).add_done_callback(answered)
             else:
-                sender = _AsyncSend(self, out, request, info, mq, attempt)
+                sender = _AsyncSend(self, out, request, info, mq, attempt,
+                                    budget_ms if budget_ms is not None else timeout_ms)
                 if on_async is not None:
                     on_async(sender)
                 sender.send(addr, mq.broker_name, remaining)
@@ -569,8 +570,20 @@ class Producer:
                           queue=MessageQueue(out.topic, broker_name, queue_id), queue_offset=queue_offset,
                           transaction_id=response.field("transactionId"), region_id=region, trace_on=trace_on)
 
+    def _attempt_event(self, out: _Outgoing, broker: str, queue_id: int, attempt: int, mode: CommunicationMode,
+                       budget_ms: int) -> SendAttempt:
+        """The ``SendAttempt`` of one attempt, with the configuration the SEND rules depend on (SEND-1, SEND-9,
+        SEND-13): retry limits, the send's timeout budget and whether the latency fault strategy is on."""
+        config = self.config
+        return SendAttempt(node=self.client_id, group=self.group, topic=out.topic, broker=broker, queue_id=queue_id,
+                           msg_id=out.uniq_id(), attempt=attempt, mode=mode.value,
+                           retry_times=config.retry_times_when_send_failed,
+                           retry_times_async=config.retry_times_when_send_async_failed, timeout_ms=budget_ms,
+                           latency_fault=config.send_latency_fault_enable)
+
     def _emit_result(self, out: _Outgoing, mq: MessageQueue, attempt: int, *, result: SendResult | None = None,
-                     error: BaseException | None = None, final: bool, oneway: bool = False) -> None:
+                     error: BaseException | None = None, final: bool, oneway: bool = False,
+                     latency_ms: int | None = None) -> None:
         if result is not None:
             status, code, offset, text = result.status.value, None, result.queue_offset, None
         elif oneway:
@@ -581,7 +594,7 @@ class Producer:
         self.events.emit(SendResultEvent(node=self.client_id, group=self.group, topic=out.topic,
                                          broker=mq.broker_name, queue_id=mq.queue_id, msg_id=out.uniq_id(),
                                          attempt=attempt, status=status, code=code, offset=offset, error=text,
-                                         final=final))
+                                         final=final, latency_ms=latency_ms))
 
 
 class _Send:
@@ -658,7 +671,7 @@ class _Send:
             self._exhausted()
             return
         self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,
-                       self._adopt).add_done_callback(self._attempt_done)
+                       self._adopt, self.timeout).add_done_callback(self._attempt_done)
 
     def _adopt(self, sender: _AsyncSend) -> None:
         sender.user = self.user
@@ -678,7 +691,7 @@ class _Send:
             if self.mode is CommunicationMode.ASYNC:
                 return  # written: the async sender reports the outcome through the same future
             if self.mode is CommunicationMode.ONEWAY:
-                self.p._emit_result(self.out, mq, attempt, final=True, oneway=True)
+                self.p._emit_result(self.out, mq, attempt, final=True, oneway=True, latency_ms=latency)
                 self._succeed(None)
                 return
             result = f.result()
@@ -686,17 +699,19 @@ class _Send:
             self.result = result
             if result.status is not SendStatus.SEND_OK and self.p.config.retry_another_broker_when_not_store_ok:
                 follows = self._another_attempt_follows()
-                self.p._emit_result(self.out, mq, attempt, result=result, final=not follows)
+                self.p._emit_result(self.out, mq, attempt, result=result, final=not follows,
+                                    latency_ms=latency)
                 self.times += 1
                 self._next_attempt()
                 return
-            self.p._emit_result(self.out, mq, attempt, result=result, final=True)
+            self.p._emit_result(self.out, mq, attempt, result=result, final=True, latency_ms=latency)
             self._succeed(result)
             return
         if isinstance(error, (RemotingError, MQClientError)):
             self.p.fault_strategy.update_fault_item(mq.broker_name, latency, True)
             self.exception = error
-            self.p._emit_result(self.out, mq, attempt, error=error, final=not self._another_attempt_follows())
+            self.p._emit_result(self.out, mq, attempt, error=error, final=not self._another_attempt_follows(),
+                                latency_ms=latency)
             self.times += 1
             self._next_attempt()
             return
@@ -704,17 +719,18 @@ class _Send:
             self.p.fault_strategy.update_fault_item(mq.broker_name, latency, True)
             self.exception = error
             if error.code in self.p.config.retry_response_codes:
-                self.p._emit_result(self.out, mq, attempt, error=error, final=not self._another_attempt_follows())
+                self.p._emit_result(self.out, mq, attempt, error=error,
+                                    final=not self._another_attempt_follows(), latency_ms=latency)
                 self.times += 1
                 self._next_attempt()
                 return
-            self.p._emit_result(self.out, mq, attempt, error=error, final=True)
+            self.p._emit_result(self.out, mq, attempt, error=error, final=True, latency_ms=latency)
             if self.result is not None:
                 self._succeed(self.result)
             else:
                 self._fail(error)
             return
-        self.p._emit_result(self.out, mq, attempt, error=error, final=True)
+        self.p._emit_result(self.out, mq, attempt, error=error, final=True, latency_ms=latency)
         self._fail(error)
 
     def _exhausted(self) -> None:
@@ -782,28 +798,31 @@ class _Send:
     def _single(self, mq: MessageQueue, timeout_ms: int) -> None:
         """One kernel attempt without the retry loop (ASYNC still retries transport failures on the same broker)."""
         self.mq = mq
+        begin = self.runtime.now_ms()
 
         def done(f: Future[SendResult | None]) -> None:
+            latency = self.runtime.now_ms() - begin
             error = f.exception()
             if error is not None:
-                self.p._emit_result(self.out, mq, 1, error=error, final=True)
+                self.p._emit_result(self.out, mq, 1, error=error, final=True, latency_ms=latency)
                 self._fail(error)
             elif self.mode is CommunicationMode.SYNC:
                 result = f.result()
-                self.p._emit_result(self.out, mq, 1, result=result, final=True)
+                self.p._emit_result(self.out, mq, 1, result=result, final=True, latency_ms=latency)
                 self._succeed(result)
             elif self.mode is CommunicationMode.ONEWAY:
-                self.p._emit_result(self.out, mq, 1, final=True, oneway=True)
+                self.p._emit_result(self.out, mq, 1, final=True, oneway=True, latency_ms=latency)
                 self._succeed(None)
 
-        self.p._kernel(self.out, mq, self.mode, None, timeout_ms, 1, self._adopt).add_done_callback(done)
+        self.p._kernel(self.out, mq, self.mode, None, timeout_ms, 1, self._adopt, self.timeout
+                       ).add_done_callback(done)
 
 
 class _AsyncSend:
     """``MQClientAPIImpl.sendMessageAsync`` + ``onExceptionImpl``: an ASYNC request and its transport retries."""
 
     def __init__(self, producer: Producer, out: _Outgoing, request: RemotingCommand, info: TopicPublishInfo | None,
-                 mq: MessageQueue, attempt: int) -> None:
+                 mq: MessageQueue, attempt: int, budget_ms: int) -> None:
         self.p = producer
         self.runtime = producer.runtime
         self.out = out
@@ -811,6 +830,7 @@ class _AsyncSend:
         self.info = info
         self.queue_id = mq.queue_id
         self.attempt = attempt
+        self.budget_ms = budget_ms  # the send's timeout budget, for the attempt events
         self.times = 0  # curTimes
         self.user: Future[SendResult | None] | None = None
 
@@ -835,7 +855,7 @@ class _AsyncSend:
                     self.p.fault_strategy.update_fault_item(broker, cost, True)
                     self._on_exception(broker, mq, failure, False, timeout_ms - cost, begin)
                     return
-                self.p._emit_result(self.out, mq, self.attempt, result=result, final=True)
+                self.p._emit_result(self.out, mq, self.attempt, result=result, final=True, latency_ms=cost)
                 self._deliver(result, None)
                 self.p.fault_strategy.update_fault_item(broker, cost, False)
                 return
@@ -855,8 +875,9 @@ class _AsyncSend:
     def _on_exception(self, broker: str, mq: MessageQueue, error: BaseException, need_retry: bool,
                       timeout_ms: int, begin: int) -> None:
         self.times += 1
+        latency = self.runtime.now_ms() - begin
         if need_retry and self.times <= self.p.config.retry_times_when_send_async_failed:
-            self.p._emit_result(self.out, mq, self.attempt, error=error, final=False)
+            self.p._emit_result(self.out, mq, self.attempt, error=error, final=False, latency_ms=latency)
             retry_broker = broker
             if self.info is not None:
                 retry_broker = self.p.fault_strategy.select_one(self.info, broker).broker_name
@@ -866,12 +887,11 @@ class _AsyncSend:
             self.request = RemotingCommand.request(self.request.code, self.request.ext_fields, self.request.body,
                                                    language=cfg.language, version=cfg.version)
             self.attempt += 1
-            self.p.events.emit(SendAttempt(node=self.p.client_id, group=self.p.group, topic=self.out.topic,
-                                           broker=retry_broker, queue_id=self.queue_id, msg_id=self.out.uniq_id(),
-                                           attempt=self.attempt, mode=CommunicationMode.ASYNC.value))
+            self.p.events.emit(self.p._attempt_event(self.out, retry_broker, self.queue_id, self.attempt,
+                                                     CommunicationMode.ASYNC, self.budget_ms))
             self.send(None if addr is None else self.p._vip(addr), retry_broker, timeout_ms)
             return
-        self.p._emit_result(self.out, mq, self.attempt, error=error, final=True)
+        self.p._emit_result(self.out, mq, self.attempt, error=error, final=True, latency_ms=latency)
         self._deliver(None, error)
 
     def _deliver(self, result: SendResult | None, error: BaseException | None) -> None:

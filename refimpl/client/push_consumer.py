@@ -520,7 +520,8 @@ class PushConsumer:
             if f.exception() is None and f.result().code == ResponseCode.SUCCESS:
                 to_dlq = msg.reconsume_times >= max_times or delay_level < 0
                 self._emit_send_back(msg, msg.reconsume_times + 1, delay_level,
-                                     dlq_topic(self.group) if to_dlq else retry_topic(self.group), "broker")
+                                     dlq_topic(self.group) if to_dlq else retry_topic(self.group), "broker",
+                                     max_times)
                 result.set_result(True)
                 return
             self._client_send_back(msg, max_times, result)
@@ -542,9 +543,9 @@ class PushConsumer:
 
         def sent(ok: bool) -> None:
             if ok:
-                self._emit_send_back(msg, msg.reconsume_times + 1, delay, target, "client")
+                self._emit_send_back(msg, msg.reconsume_times + 1, delay, target, "client", max_times)
             else:
-                self._emit_send_back(msg, msg.reconsume_times + 1, 0, msg.topic, "local")
+                self._emit_send_back(msg, msg.reconsume_times + 1, 0, msg.topic, "local", max_times)
             result.set_result(ok)
 
         self.send_with_client_producer(new_msg, sent)
@@ -567,7 +568,7 @@ class PushConsumer:
 
         def sent(ok: bool) -> None:
             if ok:
-                self._emit_send_back(msg, msg.reconsume_times, delay, target, "client")
+                self._emit_send_back(msg, msg.reconsume_times, delay, target, "client", max_times)
             result.set_result(ok)
 
         self.send_with_client_producer(new_msg, sent)
@@ -602,9 +603,10 @@ class PushConsumer:
             node=self.instance.client_id, group=self.group, topic=mq.topic, broker=mq.broker_name,
             queue_id=mq.queue_id, offset=msg.queue_offset, msg_id=msg.msg_id, status=status))
 
-    def _emit_send_back(self, msg: MessageExt, reconsume_times: int, delay_level: int, target: str, via: str
-                        ) -> None:
+    def _emit_send_back(self, msg: MessageExt, reconsume_times: int, delay_level: int, target: str, via: str,
+                        max_reconsume_times: int) -> None:
         """``reconsume_times``: the count the message carries when it comes back (as the broker reports it)."""
         self.events.emit(SendBack(
             node=self.instance.client_id, group=self.group, topic=msg.topic, msg_id=msg.msg_id,
-            reconsume_times=reconsume_times, delay_level=delay_level, target=target, via=via))
+            reconsume_times=reconsume_times, delay_level=delay_level, target=target, via=via,
+            max_reconsume_times=max_reconsume_times))

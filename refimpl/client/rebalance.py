@@ -185,7 +185,7 @@ class RebalanceImpl(abc.ABC):
             if mq_set is None:
                 done.set_result(None)
                 return done
-            self._emit_assign(topic, "BROADCASTING", (self.instance.client_id,), mq_set)
+            self._emit_assign(topic, "BROADCASTING", (self.instance.client_id,), mq_set, mq_set)
             self._apply(topic, set(mq_set), set(mq_set), is_order, done)
             return done
 
@@ -202,17 +202,22 @@ class RebalanceImpl(abc.ABC):
                 done.set_result(None)
                 return
             result_set = set(allocated or ())
-            self._emit_assign(topic, strategy_name(self.strategy), tuple(ids), result_set)
+            self._emit_assign(topic, strategy_name(self.strategy), tuple(ids), result_set, mq_all)
             self._apply(topic, set(mq_set), result_set, is_order, done)
 
         self.instance.find_consumer_ids(topic, self.group).add_done_callback(with_ids)
         return done
 
-    def _emit_assign(self, topic: str, strategy: str, consumers: tuple[str, ...], queues: Iterable[MessageQueue]
-                     ) -> None:
+    def _emit_assign(self, topic: str, strategy: str, consumers: tuple[str, ...], queues: Iterable[MessageQueue],
+                     all_queues: Iterable[MessageQueue]) -> None:
+        """``RebalanceAssign``: the queues taken, with the inputs of the allocation (queues, consumer ids) and the
+        subscription expression, so a trace checker can recompute it (REB-1..REB-5)."""
+        subscription = self.subscription_inner.get(topic)
         self.instance.events.emit(RebalanceAssign(
             node=self.instance.client_id, group=self.group, topic=topic, strategy=strategy, consumers=consumers,
-            queues=tuple(queue_label(mq) for mq in sort_queues(queues))))
+            queues=tuple(queue_label(mq) for mq in sort_queues(queues)),
+            all_queues=tuple(queue_label(mq) for mq in sort_queues(all_queues)),
+            expression=subscription.sub_string if subscription is not None else None))
 
     def _apply(self, topic: str, mq_all: set[MessageQueue], divided: set[MessageQueue], is_order: bool,
                done: Future[None]) -> None:

@@ -1,0 +1,75 @@
+"""``rocketspec traces generate`` / ``check`` from the command line: exit statuses and messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from trace_fixtures import VIOLATIONS, healthy, write_trace_dir
+
+from rocketspec.cli import main
+
+
+def test_generate_then_check_with_the_python_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "trace"
+    assert main(["traces", "generate", "--events", "3000", "--out", str(out), "--seed", "3", "--faults", "heavy"]) == 0
+    capsys.readouterr()
+    report = tmp_path / "report.json"
+    assert main(["traces", "check", str(out), "--engine", "python", "--report", str(report)]) == 0
+    printed = capsys.readouterr().out
+    assert "all invariants hold" in printed
+    data = json.loads(report.read_text())
+    assert data["ok"] and data["engine"] == "python" and data["events"] >= 3000
+    assert {i["name"] for i in data["invariants"]} >= {"no_lost_message", "pull_oracle", "send_retry"}
+
+
+def test_a_violation_exits_1_and_names_the_invariant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    name = next(n for n in VIOLATIONS if n.startswith("send_retry"))
+    write_trace_dir({name: VIOLATIONS[name]()}, tmp_path / "bad", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "bad"), "--engine", "python", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [i["name"] for i in data["invariants"] if not i["ok"]] == ["send_retry"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("missing", "no trace at"),
+        ("corrupt", "bad trace"),
+        ("unknown_kind", "unknown kind"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, message: str
+) -> None:
+    path = tmp_path / "t"
+    if setup != "missing":
+        path.mkdir()
+        rows = healthy()
+        lines = [json.dumps(r) for r in rows]
+        if setup == "corrupt":
+            lines[3] = lines[3][:-5]
+        else:
+            lines[3] = json.dumps({**rows[3], "kind": "send.teleport"})
+        (path / "t.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["traces", "check", str(path), "--engine", "python"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert err.count("\n") == 1
+
+
+def test_master_needs_the_spark_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_trace_dir({"healthy": healthy()}, tmp_path / "t", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "t"), "--engine", "python", "--master", "local[1]"]) == 2
+    assert "--master" in capsys.readouterr().err
+
+
+def test_generate_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine")
+    assert main(["traces", "generate", "--events", "100", "--out", str(tmp_path / "full")]) == 2
+    assert "Traceback" not in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["traces", "generate", "--events", "0", "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2

@@ -1,0 +1,226 @@
+"""The protocol invariants a trace is checked against: names, clauses, and the exact rule each one decides.
+
+Both checkers — the PySpark one (``traces.sparkcheck``) and the single-process one (``traces.pycheck``) — implement
+exactly these rules, each written independently from this text; tests hold them to the same answers. The terms the
+rules use are defined once here (``docs/traces.md`` explains them with examples):
+
+* **user topic**: not a retry (``%RETRY%``) or dead-letter (``%DLQ%``) topic and not a system topic
+  (:func:`is_user_topic`).
+* **success**: a ``consume.result`` whose status is in :data:`SUCCESS_STATUSES`.
+* **clustering group**: a consumer group none of whose ``rebalance.assign`` rows has strategy ``BROADCASTING``;
+  invariants about a group's delivery, ownership and offsets consider clustering groups only.
+* **the queue of a row**: ``(topic, broker, queue_id)``; for ``consume.*`` rows the topic is the topic of the queue
+  pulled (``%RETRY%<group>`` for a retry copy), not the topic shown to the listener.
+* **disturbance of group G in (a, b)**: a row with ``a < seq < b`` (same trace) that is one of :data:`CAUSES`:
+  ``rebalance`` (a ``rebalance.assign`` of G whose queue set differs from the previous one of the same node and
+  topic, or is that node's first), ``client`` (a ``client.lifecycle`` of G), ``offset_illegal`` (a client-side
+  ``pull.response`` of G with status ``OFFSET_ILLEGAL``), ``broker_restart``, ``fault`` (any ``fault.inject``),
+  ``deletion`` (any ``store.delete``). Every rule is per trace (``trace_id``); ``seq`` orders rows within one.
+* a ``pull.response`` is **broker-side** when ``node == broker``, else client-side.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from rocketspec.spec.protocol import (
+    AUTO_CREATE_TOPIC_KEY,
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+)
+
+
+@attrs.frozen
+class Invariant:
+    name: str
+    title: str
+    clauses: tuple[str, ...]
+    kinds: tuple[str, ...]  # the kinds it reads: "events scanned" counts rows of these kinds
+    rule: str
+
+
+SUCCESS_STATUSES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
+BROADCASTING = "BROADCASTING"
+#: Disturbance causes, in the order a duplicate or a regression is attributed to them.
+CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "broker_restart", "fault", "deletion")
+#: sendback ``via`` values that take the message out of the consumer (a copy was stored).
+SENT_BACK_VIAS = frozenset({"broker", "client"})
+#: Count names results use besides the CAUSES: unsettled traces skipped by no_lost_message, due copies exempt by a
+#: store.delete, msg_ids resolved more than once as TXN-11/25 allow.
+SKIPPED = "skipped"
+EXEMPT_DELETED = "exempt_deleted"
+TXN_ALLOWED = "TXN-11"
+#: fault.inject action of a duplicated request.
+DUPLICATE_FAULT = "duplicate"
+#: The most sample rows a result keeps per invariant.
+MAX_SAMPLES = 20
+#: Broker-side txn.end results that resolve a half message.
+TXN_COMMITTED = "COMMITTED"
+TXN_ROLLED_BACK = "ROLLED_BACK"
+#: transactionCheckMax when a txn.check row does not say.
+DEFAULT_CHECK_MAX = 15
+
+_SYSTEM_TOPICS = frozenset(
+    {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, AUTO_CREATE_TOPIC_KEY}
+    | NOT_ALLOWED_SEND_TOPICS
+)
+
+
+def is_user_topic(topic: str) -> bool:
+    """A topic applications send to (not retry, DLQ or system)."""
+    return not (
+        topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, "RMQ_SYS_", SYSTEM_TOPIC_PREFIX))
+        or topic in _SYSTEM_TOPICS
+    )
+
+
+def tag_matches(expression: str | None, tags: str | None) -> bool:
+    """Whether a TAG subscription expression selects a message with ``tags`` (``*`` or empty selects all)."""
+    if expression is None or expression.strip() in ("", "*"):
+        return True
+    wanted = {t.strip() for t in expression.split("||") if t.strip()}
+    return tags is not None and tags in wanted
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    Invariant(
+        "no_lost_message",
+        "no acknowledged message lost",
+        ("OFF-17", "OFF-19", "RETRY-7", "TXN-8"),
+        ("send.result", "store.put", "pull.request", "rebalance.assign", "consume.result", "store.delete",
+         "client.lifecycle", "txn.half", "trace.end"),
+        "Checked only in traces with a trace.end row of status SETTLED (others are counted as skipped). "
+        "(a) A message acknowledged to a producer (a send.result with status SEND_OK in a user topic, msg_id with no "
+        "txn.half row) has a store.put with its msg_id in that topic; a violation row names the send.result. "
+        "(b) Each store.put of a user topic (a copy) is due to every clustering group G that has a pull.request for "
+        "the copy's queue with offset <= the copy's offset (at any seq: the group's position was at or before the "
+        "copy), whose subscription expression for the topic (that of G's latest rebalance.assign of the topic; '*' "
+        "if none) selects the copy's tags (tag_matches), and that has a live consumer at the end (a node with a "
+        "rebalance.assign or pull.request of G whose last client.lifecycle, if any, is not shutdown or crash). A "
+        "due copy is "
+        "delivered when G has a success for its msg_id (any topic) or a store.put of its msg_id in %DLQ%<G>, at any "
+        "seq; it is exempt when a store.delete of its queue has offset > the copy's offset. A violation row names "
+        "the group and the copy's store.put.",
+    ),
+    Invariant(
+        "duplicates_allowed",
+        "duplicates only where allowed",
+        ("OFF-17", "REB-20", "TXN-11", "SEND-3", "RETRY-18"),
+        ("consume.result", "store.put", "rebalance.assign", "client.lifecycle", "pull.response", "broker.restart",
+         "fault.inject", "store.delete"),
+        "A duplicate is a consume.result of group G for msg_id m whose seq is after G's first success for m. Its "
+        "cause, the first that applies: stored_twice (m has more than one store.put in user topics, or two "
+        "store.put rows in %RETRY%<G> with the same reconsume_times), else a disturbance of G in (origin, seq of "
+        "the duplicate), origin being the seq of m's first store.put in a user topic (0 if none). Allowed "
+        "duplicates are counted per cause; one without a cause is a violation.",
+    ),
+    Invariant(
+        "offset_no_regression",
+        "committed offsets move back only by an allowed correction",
+        ("OFF-8", "OFF-12", "PULL-22", "REB-10", "REB-23"),
+        ("offset.commit", "rebalance.assign", "client.lifecycle", "pull.response", "broker.restart",
+         "fault.inject", "store.delete"),
+        "Per queue and group (group, topic, broker, queue_id), the broker's offset.commit rows in seq order. Let s "
+        "be the seq of the latest earlier commit of the key whose offset is <= this one's (0 if none). The commit "
+        "is a regression when some commit of the key lies in (s, seq) (all of those are higher: the value rose "
+        "above this one and came back; re-committing the same value is not a regression). A regression is allowed "
+        "only when there is a disturbance of the group in (s, seq): something must have happened since the value "
+        "was last this low. Allowed regressions are counted per cause.",
+    ),
+    Invariant(
+        "offset_not_past_unconsumed",
+        "committed offsets never pass an unconsumed message",
+        ("OFF-3", "OFF-15", "OFF-17", "OFF-18"),
+        ("offset.commit", "consume.deliver", "consume.result", "sendback", "store.delete", "pull.response"),
+        "Per key (group, topic, broker, queue_id) and queue offset x delivered to the group (consume.deliver): d is "
+        "the seq of x's first delivery, c the seq of its first completion after d (a success for x in that queue, "
+        "or a sendback of the group for x's msg_id with via broker or client), infinite if none. A broker "
+        "offset.commit of the key with seq in (d, c) and offset > x is a violation, unless before it (smaller seq, "
+        "> d) a store.delete of the queue had offset > x or a client-side pull.response of the group for the queue "
+        "had status OFFSET_ILLEGAL.",
+    ),
+    Invariant(
+        "single_owner",
+        "allocations follow the strategy; no queue has two owners once views agree",
+        ("REB-1", "REB-3", "REB-4", "REB-5", "REB-20", "REB-21"),
+        ("rebalance.assign", "client.lifecycle"),
+        "Per clustering group and topic: (a) a rebalance.assign with all_queues whose strategy is AVG, "
+        "AVG_BY_CIRCLE or CONSISTENT_HASH lists exactly the queues rebalance.allocate(strategy, node, all_queues, "
+        "consumers) gives (compared as sets). (b) Replaying the rows in seq order, the live consumers are the nodes "
+        "with a rebalance.assign for the topic whose last client.lifecycle, if any, is not shutdown or crash; views "
+        "agree when every live consumer's latest rebalance.assign has the same consumers set, equal to the live "
+        "set, and the same all_queues (when given). Whenever views agree after a row, the live consumers' latest "
+        "queue sets are pairwise disjoint; a violation is reported at the row after which they overlap (once until "
+        "views stop agreeing).",
+    ),
+    Invariant(
+        "pull_oracle",
+        "every pull response agrees with the pull-correction oracle",
+        ("PULL-1", "PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-10", "PULL-19", "PULL-25"),
+        ("pull.response",),
+        "Broker-side rows with min_offset and max_offset: pull_correction.bounds_decision(offset, min, max) (4.9.8 "
+        "master): when it decides, status and next_offset equal its status and next begin offset; when it does not "
+        "(the offset is readable), the status is one a scan gives (FOUND, NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING, "
+        "OFFSET_FOUND_NULL) and next_offset is within [min, max] (PULL-25). With a code, the code is "
+        "pull_correction.response_code(status, requested_offset=offset) with or without suspension. Client-side "
+        "rows with a code: status equals pull_correction.pull_status(code), or is ERROR when that gives None (the "
+        "client raises MQBrokerException).",
+    ),
+    Invariant(
+        "send_retry",
+        "send attempts within the limit, retries avoid the failed broker, the budget holds",
+        ("SEND-1", "SEND-2", "SEND-9", "SEND-13", "SEND-20", "SEND-21"),
+        ("send.attempt", "send.result", "route.update"),
+        "Per producer node and msg_id, send.attempt rows in seq order form sends (a new send starts at attempt 1). "
+        "(a) Attempts are numbered 1, 2, ... without gaps and a send has at most "
+        "send_retry.attempt_limit(mode, retry_times, retry_times_async) attempts (defaults 2 and 2). (b) An "
+        "attempt k > 1 follows a send.result of attempt k-1 that is not final (SEND-21). (c) In SYNC mode "
+        "ts_ms(k) - ts_ms(1) satisfies send_retry.attempt_within_budget(elapsed, timeout_ms) (default 3000). (d) "
+        "In SYNC mode (selector sends make one attempt there; ASYNC retries of selector sends keep their broker) "
+        "with latency_fault false or null, attempt k > 1 goes to another broker than attempt k-1 whenever the "
+        "node's latest route.update for the topic before attempt k lists a writable queue (perm & 2) on another "
+        "broker (SEND-13, SEND-20).",
+    ),
+    Invariant(
+        "transaction",
+        "half messages resolved at most once; rolled back never delivered; checks within the max",
+        ("TXN-3", "TXN-9", "TXN-11", "TXN-22", "TXN-23", "TXN-25"),
+        ("txn.half", "txn.end", "txn.check", "store.put", "consume.deliver"),
+        "Per msg_id with a txn.half row: (a) broker-side txn.end rows (result set) with result COMMITTED or "
+        "ROLLED_BACK number at most one, unless producers sent more than one END_TRANSACTION deciding it "
+        "(producer-side txn.end rows, result null, with state COMMIT_MESSAGE or ROLLBACK_MESSAGE: an answer to a "
+        "check besides the first end) or the trace has a fault.inject with action duplicate (TXN-11/25; such a "
+        "msg_id is counted as allowed under TXN-11); a violation row names the second resolution. (b) When a "
+        "broker-side result is "
+        "ROLLED_BACK and none is COMMITTED, no store.put of the msg_id in a user topic and no consume.deliver of it "
+        "exist. (c) txn.check rows with action check have check_times <= max(check_max, 1) (default 15), and no "
+        "check by a broker (node) follows that broker's discard of the same msg_id (a send retried to another "
+        "broker leaves a half on each).",
+    ),
+    Invariant(
+        "retry_delay_dlq",
+        "retries follow the delay levels and reach the DLQ at the limit",
+        ("RETRY-1", "RETRY-2", "RETRY-3", "RETRY-7", "RETRY-8", "RETRY-26", "RETRY-27"),
+        ("sendback", "store.put", "consume.deliver"),
+        "A sendback row describes the copy it makes: reconsume_times is the copy's count (the stored count + 1), "
+        "delay_level the level the copy is delayed by (0: not delayed). Per group G, for broker-side sendback rows "
+        "(via broker, broker = node: the broker that made the copy; a client's own report of the same send back "
+        "is not read): (a) with r = reconsume_times - 1 and max = max_reconsume_times (16 if null), when "
+        "consume_retry.consumer_send_back(r, 0, max) dead-letters (r >= max) the target is %DLQ%<G>; otherwise the "
+        "target is %RETRY%<G> with delay_level >= 1, or %DLQ%<G> with delay_level 0 (a request level < 0, "
+        "RETRY-7). (b) The broker-side sendbacks of msg_id m to %RETRY%<G> with reconsume_times n pair with the "
+        "store.put rows of m in %RETRY%<G> with reconsume_times n whose seq is after the first of those sendbacks: "
+        "both in seq order, the k-th sendback with the k-th put (unpaired ones are not judged). For a pair whose "
+        "sendback has delay_level >= 1 the put has ts_ms >= the sendback's ts_ms + "
+        "consume_retry.delay_millis(min(delay_level, 18)); a violation row names the sendback. (c) No "
+        "consume.deliver of G comes from %DLQ%<G> (RETRY-27).",
+    ),
+)
+
+BY_NAME: dict[str, Invariant] = {i.name: i for i in INVARIANTS}

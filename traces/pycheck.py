@@ -1,0 +1,901 @@
+"""The single-process, pure-Python checker of every trace invariant (engine ``python``).
+
+Each invariant of :data:`rocketspec.traces.invariants.INVARIANTS` is implemented here from its rule text,
+independently of the Spark checker (``traces.sparkcheck``); the two are compared on the same traces, so a difference
+exposes a bug in one of them. Every rule is per trace, so traces are checked one at a time: one pass over a trace's
+rows in ``seq`` order builds compact state (dicts keyed by tuples), most rules decide during that pass, the rest
+(those that need the whole trace: settled or not, stored twice, resolved as what) decide at its end.
+
+Readings of the rule text where it leaves a choice:
+
+* "clustering groups only" (the definitions) applies to the delivery, ownership and offset invariants:
+  no_lost_message, duplicates_allowed, offset_no_regression, offset_not_past_unconsumed, single_owner.
+* A node's last ``client.lifecycle`` and a node's previous ``rebalance.assign`` are taken per group (and topic):
+  a client id may host clients of several groups.
+* A violation is a row: a row breaking a rule several ways counts once, its reason lists each way. The row is the
+  one the rule is about: the offset.commit that passes unconsumed offsets (once, however many it passes), the
+  sendback whose copy came too early, each store.put or consume.deliver of a rolled-back message.
+* ``events_scanned`` counts every row of the invariant's kinds, in skipped (unsettled) traces too.
+* pull_oracle's "With a code" applies to the broker-side rows it follows (those with min_offset and max_offset);
+  a null next_offset is not within [min, max].
+* send_retry reads mode, retry_times, timeout_ms and latency_fault from each attempt's own row; an attempt k > 1
+  with no attempt before it in the send breaks the numbering.
+* An oracle that raises on a row's values (its preconditions do not hold) makes the row a violation whose reason
+  quotes the oracle.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import time
+from bisect import bisect_right
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from rocketspec.spec import MessageQueue
+from rocketspec.spec.consume_retry import Target, consumer_send_back, delay_millis
+from rocketspec.spec.protocol import CommunicationMode, GetMessageStatus, ResponseCode
+from rocketspec.spec.pull_correction import bounds_decision, pull_status, response_code
+from rocketspec.spec.rebalance import allocate
+from rocketspec.spec.send_retry import attempt_limit, attempt_within_budget
+from rocketspec.traces import reading
+from rocketspec.traces.invariants import (
+    BROADCASTING,
+    CAUSES,
+    DEFAULT_CHECK_MAX,
+    INVARIANTS,
+    MAX_SAMPLES,
+    SENT_BACK_VIAS,
+    SUCCESS_STATUSES,
+    TXN_COMMITTED,
+    TXN_ROLLED_BACK,
+    is_user_topic,
+    tag_matches,
+)
+from rocketspec.traces.report import InvariantResult, Report, sample_rows
+from rocketspec.traces.schema import SETTLED, SchemaError
+
+ENGINE = "python"
+
+#: The columns the checker reads (the reader converts only these to Python values).
+COLUMNS: tuple[str, ...] = (
+    "seq", "ts_ms", "node", "kind", "group", "topic", "broker", "queue_id", "offset", "msg_id", "code", "status",
+    "attempt", "mode", "final", "retry_times", "retry_times_async", "timeout_ms", "latency_fault", "queues",
+    "all_queues", "consumers", "strategy", "expression", "tags", "next_offset", "min_offset", "max_offset",
+    "reconsume_times", "max_reconsume_times", "delay_level", "target", "via", "state", "result", "check_times",
+    "check_max", "action",
+)
+#: The columns a sample row keeps (besides trace_id, seq and reason), when set.
+_SAMPLE_COLUMNS = (
+    "kind", "node", "group", "topic", "broker", "queue_id", "offset", "msg_id", "status", "code", "attempt", "mode",
+    "final", "next_offset", "min_offset", "max_offset", "reconsume_times", "delay_level", "max_reconsume_times",
+    "target", "via", "result", "check_times", "check_max", "action", "strategy", "ts_ms",
+)
+
+_NO_LOST, _DUPLICATES, _REGRESSION, _UNCONSUMED, _SINGLE_OWNER, _PULL, _SEND, _TXN, _RETRY = (
+    i.name for i in INVARIANTS
+)
+_DISTURBANCES = CAUSES[1:]  # stored_twice is a duplicate's own cause, not a disturbance
+_GROUP_CAUSES = ("rebalance", "client", "offset_illegal")
+_GONE = frozenset({"shutdown", "crash"})
+_CHECKED_STRATEGIES = frozenset({"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"})
+_DECIDING_STATES = frozenset({"COMMIT_MESSAGE", "ROLLBACK_MESSAGE"})
+_SCAN_STATUSES = frozenset({"FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL"})
+_RETRY_PREFIX = "%RETRY%"
+_DLQ_PREFIX = "%DLQ%"
+_MAX_DELAY_LEVEL = 18
+_DEFAULT_MAX_RECONSUME = 16
+_DEFAULT_RETRY_TIMES = 2
+_DEFAULT_TIMEOUT_MS = 3000
+_CACHE = 1 << 16
+
+
+# Memoised oracles: the spec's functions on hashable arguments (values repeat a lot in a trace).
+
+
+class _Refused(str):
+    """An oracle's refusal of a row's values (the exception it raised, as text): reported as a violation."""
+
+
+def _oracle(maxsize: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Memoise an oracle call and turn the oracle's exceptions into :class:`_Refused` (bad values in a row are a
+    finding about the row, not a crash of the checker)."""
+
+    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
+        @lru_cache(maxsize=maxsize)
+        @functools.wraps(function)
+        def call(*args: Any) -> Any:
+            try:
+                return function(*args)
+            except SchemaError:
+                raise
+            except Exception as refused:  # whatever the oracle raises on these values
+                return _Refused(f"{function.__name__.lstrip('_')}{args} refuses: {refused!r}")
+
+        return call
+
+    return wrap
+
+
+@_oracle(_CACHE)
+def _bounds(offset: int, min_offset: int, max_offset: int) -> tuple[str, int] | None:
+    """PULL-1..5: the store's (status, next begin offset) when the offset cannot be read, else None."""
+    decision = bounds_decision(offset, min_offset, max_offset)
+    return None if decision is None else (decision.status.name, decision.next_begin_offset)
+
+
+@_oracle(_CACHE)
+def _pull_codes(status: str, offset: int) -> frozenset[int] | None:
+    """PULL-10: the codes the broker answers ``status`` with, with or without suspension (None: not a store
+    status)."""
+    store_status = GetMessageStatus.__members__.get(status)
+    if store_status is None:
+        return None
+    answers = (response_code(store_status, requested_offset=offset, suspend=s) for s in (True, False))
+    return frozenset(int(a.code) for a in answers if a.code is not None)
+
+
+@_oracle(256)
+def _client_pull_status(code: int) -> str | None:
+    """PULL-19: the client's PullStatus name for a response code (None: the client raises)."""
+    try:
+        response = ResponseCode(code)
+    except ValueError:
+        return None
+    status = pull_status(response)
+    return None if status is None else status.name
+
+
+@_oracle(_CACHE)
+def _allocation(strategy: str, node: str, topic: str, all_queues: tuple[str, ...],
+                consumers: tuple[str, ...]) -> frozenset[str]:
+    """REB-3/4/5: the 'broker:queueId' set rebalance.allocate gives ``node``."""
+    chosen = allocate(strategy, node, _message_queues(topic, all_queues), consumers)
+    return frozenset(f"{mq.broker_name}:{mq.queue_id}" for mq in chosen)
+
+
+@lru_cache(maxsize=4096)
+def _message_queues(topic: str, queues: tuple[str, ...]) -> tuple[MessageQueue, ...]:
+    return tuple(_message_queue(topic, q) for q in queues)
+
+
+def _message_queue(topic: str, queue: str) -> MessageQueue:
+    broker, _, queue_id = queue.rpartition(":")
+    if not broker or not queue_id.lstrip("-").isdigit():
+        raise SchemaError(f"queue {queue!r} of topic {topic!r} is not 'broker:queueId'")
+    return MessageQueue(topic, broker, int(queue_id))
+
+
+@_oracle(256)
+def _attempt_limit(mode: str, retry_times: int, retry_times_async: int) -> int | None:
+    """SEND-1/9: the most attempts of a send (None: not a CommunicationMode)."""
+    comm = CommunicationMode.__members__.get(mode)
+    return None if comm is None else attempt_limit(comm, retry_times, retry_times_async)
+
+
+@_oracle(_CACHE)
+def _within_budget(elapsed_ms: int, timeout_ms: int) -> bool:
+    return attempt_within_budget(elapsed_ms, timeout_ms)
+
+
+@_oracle(4096)
+def _send_back_target(reconsume_times: int, delay_level: int, max_reconsume_times: int) -> str:
+    """RETRY-7/8: where the broker puts a sent-back message: 'DLQ', 'RETRY' (or another Target name)."""
+    target = consumer_send_back(reconsume_times, delay_level, max_reconsume_times).target
+    return target.name if isinstance(target, Target) else str(target)
+
+
+@_oracle(64)
+def _delay_ms(level: int) -> int:
+    return delay_millis(level)
+
+
+@lru_cache(maxsize=4096)
+def _user_topic(topic: str) -> bool:
+    return is_user_topic(topic)
+
+
+@lru_cache(maxsize=4096)
+def _selects(expression: str | None, tags: str | None) -> bool:
+    return tag_matches(expression, tags)
+
+
+def _writable_brokers(topic: str, queues: Iterable[str]) -> frozenset[str]:
+    brokers = set()
+    for q in queues:
+        parts = q.rsplit(":", 2)
+        if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+            raise SchemaError(f"route.update of {topic!r}: queue {q!r} is not 'broker:queueId:perm'")
+        if int(parts[2]) & 2:  # PermName.PERM_WRITE
+            brokers.add(parts[0])
+    return frozenset(brokers)
+
+
+class _Tally:
+    """One invariant's totals over all traces: violations, kept samples, counts."""
+
+    __slots__ = ("counts", "samples", "violations")
+
+    def __init__(self) -> None:
+        self.violations = 0
+        self.samples: list[dict[str, Any]] = []
+        self.counts: Counter[str] = Counter()
+
+    def add(self, sample: dict[str, Any]) -> None:
+        self.violations += 1
+        self.samples.append(sample)
+        if len(self.samples) > 4 * MAX_SAMPLES:
+            self.samples = list(sample_rows(self.samples))
+
+
+def _compact(trace_id: str, seq: int, reason: str, **columns: Any) -> dict[str, Any]:
+    """A sample row from kept values (the checker keeps tuples, not rows, for what it decides at the end)."""
+    sample = {"trace_id": trace_id, "seq": seq, "reason": reason}
+    sample.update((k, v) for k, v in columns.items() if v is not None)
+    return sample
+
+
+def _sample(trace_id: str, row: Mapping[str, Any], reason: str, **extra: Any) -> dict[str, Any]:
+    sample = {"trace_id": trace_id, "seq": row["seq"], "reason": reason}
+    for name in _SAMPLE_COLUMNS:
+        value = row.get(name)
+        if value is not None:
+            sample[name] = value
+    sample.update(extra)
+    return sample
+
+
+class _Trace:
+    """The state of one trace while its rows go by in seq order, and the decisions at its end."""
+
+    def __init__(self, trace_id: str, tallies: dict[str, _Tally]) -> None:
+        self.trace_id = trace_id
+        self.t = tallies
+        self.kinds: Counter[str] = Counter()
+        self.settled = False
+        # Disturbances: (group, cause) -> seqs (rebalance, client, offset_illegal); cause -> seqs (the others).
+        self.group_dist: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self.any_dist: dict[str, list[int]] = {c: [] for c in _DISTURBANCES if c not in _GROUP_CAUSES}
+        self.broadcasting: set[str] = set()
+        # Consumers: (group, node, topic) -> previous queue set; (group, node) -> last lifecycle action.
+        self.prev_assign: dict[tuple[str, str, str], frozenset[str]] = {}
+        self.last_life: dict[tuple[str, str], str] = {}
+        # no_lost_message: group -> nodes with a rebalance.assign or pull.request; (group, topic) -> the expression of
+        # the latest rebalance.assign; queue -> group -> lowest offset pulled; the user-topic copies; acked sends.
+        self.consumer_nodes: dict[str, set[str]] = defaultdict(set)
+        self.latest_expression: dict[tuple[str, str], str | None] = {}
+        self.lowest_pull: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
+        self.copies: list[tuple[int, str, str, str, int, int, str | None]] = []
+        self.acked: list[tuple[int, str, str, str, str, int, int | None, int]] = []
+        self.put_in_topic: set[tuple[str, str]] = set()
+        self.dlq: set[tuple[str, str]] = set()
+        self.deleted: dict[tuple[str, str, int], int] = {}
+        # duplicates_allowed: (group, msg) -> first success seq; msg -> user-topic puts, the first one's seq, ...
+        self.first_success: dict[tuple[str, str], int] = {}
+        self.duplicates: list[dict[str, Any]] = []
+        self.user_puts: dict[str, list[Any]] = {}  # msg -> [count, seq, kind, topic, broker, queue_id, offset]
+        self.retry_puts: set[tuple[str, str, int | None]] = set()
+        self.stored_twice: set[tuple[str, str]] = set()
+        # offset_no_regression: key -> (offsets, seqs) of the earlier commits no later commit is <= to (increasing).
+        self.commits: dict[tuple[str, str, str, int], tuple[list[int], list[int]]] = {}
+        self.regressions: list[tuple[str, str | None, dict[str, Any] | None]] = []  # (group, cause, sample)
+        # offset_not_past_unconsumed: key -> offsets delivered; key -> pending offset -> (d, msg).
+        self.delivered: dict[tuple[str, str, str, int], set[int]] = defaultdict(set)
+        self.pending: dict[tuple[str, str, str, int], dict[int, tuple[int, str]]] = defaultdict(dict)
+        self.keys_of_group: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
+        self.keys_of_queue: dict[tuple[str, str, int], set[tuple[str, str, str, int]]] = defaultdict(set)
+        self.past_unconsumed: list[tuple[str, dict[str, Any]]] = []
+        # single_owner: (group, topic) -> node -> (consumers, all_queues, queues); reported flags.
+        self.views: dict[tuple[str, str], dict[str, tuple[frozenset[str], frozenset[str] | None, frozenset[str]]]] = (
+            defaultdict(dict))
+        self.topics_of_group: dict[str, set[str]] = defaultdict(set)
+        # (group, topic) -> the nodes with a rebalance.assign whose last client.lifecycle is not shutdown or crash.
+        self.live: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.overlap_reported: set[tuple[str, str]] = set()
+        self.owner_problems: list[tuple[str, dict[str, Any]]] = []
+        # send_retry: (node, msg) -> [last attempt, ts of attempt 1, last broker, non-final result of last attempt].
+        self.sends: dict[tuple[str, str], list[Any]] = {}
+        self.routes: dict[tuple[str, str], frozenset[str]] = {}
+        # transaction: msgs with a half; broker-side end counts; resolutions; check problems; deliveries.
+        self.halves: set[str] = set()
+        self.producer_ends: Counter[str] = Counter()  # producer-side txn.end rows deciding a msg_id
+        self.duplicating = False  # a fault.inject with action duplicate
+        self.resolutions: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        self.discarded: set[tuple[str, str]] = set()  # (broker node, msg) of each discard
+        self.check_problems: list[tuple[str, dict[str, Any]]] = []
+        self.delivers: dict[str, list[Any]] = {}  # as user_puts, and the group
+        # retry_delay_dlq: rows reported; (group, msg, reconsume_times of the copy) -> (the broker-side sendbacks to
+        # %RETRY%<group> in seq order as (ts the copy is due or None: not judged, row), the puts of such copies after
+        # the first of those sendbacks in seq order as (ts_ms, seq)): the k-th of each pair up (rule (b)).
+        self.retry_reported: set[int] = set()
+        self.retry_pairs: dict[tuple[str, str, int], tuple[list[tuple[int | None, dict[str, Any]]],
+                                                           list[tuple[int, int]]]] = {}
+        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "send.attempt": self.send_attempt, "send.result": self.send_result, "route.update": self.route_update,
+            "rebalance.assign": self.rebalance_assign, "pull.request": self.pull_request,
+            "pull.response": self.pull_response,
+            "consume.deliver": self.consume_deliver, "consume.result": self.consume_result,
+            "offset.commit": self.offset_commit, "store.put": self.store_put, "store.delete": self.store_delete,
+            "sendback": self.sendback, "txn.half": self.txn_half, "txn.end": self.txn_end,
+            "txn.check": self.txn_check, "broker.restart": self.broker_restart, "fault.inject": self.fault_inject,
+            "client.lifecycle": self.client_lifecycle, "trace.end": self.trace_end,
+        }
+
+    # The pass --------------------------------------------------------------------------------------------------
+
+    def run(self, rows: Iterable[dict[str, Any]]) -> int:
+        handlers = self.handlers
+        kinds = self.kinds
+        for row in rows:
+            kind = row["kind"]
+            kinds[kind] += 1
+            handler = handlers.get(kind)
+            if handler is not None:
+                handler(row)
+        self.finish()
+        return sum(kinds.values())
+
+    def violation(self, name: str, row: Mapping[str, Any], reason: str, **extra: Any) -> None:
+        self.t[name].add(_sample(self.trace_id, row, reason, **extra))
+
+    def disturbance(self, group: str, after: int, before: int) -> str | None:
+        """The first cause (CAUSES order) with a disturbance of ``group`` strictly between the two seqs."""
+        for cause in _DISTURBANCES:
+            seqs = self.group_dist.get((group, cause)) if cause in _GROUP_CAUSES else self.any_dist[cause]
+            if seqs:
+                i = bisect_right(seqs, after)
+                if i < len(seqs) and seqs[i] < before:
+                    return cause
+        return None
+
+    # Producers ---------------------------------------------------------------------------------------------------
+
+    def send_attempt(self, row: dict[str, Any]) -> None:
+        """send_retry (a)-(d): numbering, limit, follows a non-final result, SYNC budget, broker avoidance."""
+        key = (row["node"], row["msg_id"])
+        attempt = row["attempt"]
+        mode = row["mode"]
+        reasons = []
+        retry_times = row.get("retry_times")
+        retry_times_async = row.get("retry_times_async")
+        limit = _attempt_limit(mode, _DEFAULT_RETRY_TIMES if retry_times is None else retry_times,
+                               _DEFAULT_RETRY_TIMES if retry_times_async is None else retry_times_async)
+        if limit is None:
+            reasons.append(f"mode {mode!r} is not a CommunicationMode")
+        elif isinstance(limit, _Refused):
+            reasons.append(limit)
+        elif attempt > limit:
+            reasons.append(f"attempt {attempt} > attempt_limit {limit} (SEND-1)")
+        state = self.sends.get(key)
+        if attempt == 1:
+            self.sends[key] = [1, row["ts_ms"], row["broker"], False]
+        else:
+            follows = state is not None and state[0] == attempt - 1
+            if not follows:
+                before = "no attempt" if state is None else f"attempt {state[0]}"
+                reasons.append(f"attempt {attempt} after {before}: attempts are numbered 1, 2, ... without gaps")
+            elif not state[3]:
+                reasons.append(f"attempt {attempt} does not follow a non-final send.result of attempt {attempt - 1} "
+                               f"(SEND-21)")
+            if state is not None:
+                if mode == "SYNC":
+                    timeout = row.get("timeout_ms")
+                    timeout = _DEFAULT_TIMEOUT_MS if timeout is None else timeout
+                    elapsed = row["ts_ms"] - state[1]
+                    within = _within_budget(elapsed, timeout)
+                    if isinstance(within, _Refused):
+                        reasons.append(within)
+                    elif not within:
+                        reasons.append(f"attempt {attempt} starts {elapsed} ms into the send, budget {timeout} ms "
+                                       f"(SEND-2)")
+                if mode == "SYNC" and follows and not row.get("latency_fault") and row["broker"] == state[2]:
+                    writable = self.routes.get((row["node"], row["topic"]), frozenset())
+                    if writable - {state[2]}:
+                        reasons.append(f"attempt {attempt} retries broker {state[2]} although the route has a "
+                                       f"writable queue on {', '.join(sorted(writable - {state[2]}))} (SEND-13)")
+                state[0] = attempt
+                state[2] = row["broker"]
+                state[3] = False
+            else:
+                # No attempt 1 to hang on: the numbering is broken already; later attempts follow this one.
+                self.sends[key] = [attempt, row["ts_ms"], row["broker"], False]
+        if reasons:
+            self.violation(_SEND, row, "; ".join(reasons))
+
+    def send_result(self, row: dict[str, Any]) -> None:
+        state = self.sends.get((row["node"], row["msg_id"]))
+        if state is not None and state[0] == row["attempt"] and not row["final"]:
+            state[3] = True
+        if row["status"] == "SEND_OK" and _user_topic(row["topic"]):
+            self.acked.append((row["seq"], row["node"], row["msg_id"], row["topic"], row["broker"], row["queue_id"],
+                               row.get("offset"), row["attempt"]))
+
+    def route_update(self, row: dict[str, Any]) -> None:
+        try:
+            self.routes[(row["node"], row["topic"])] = _writable_brokers(row["topic"], row["queues"])
+        except SchemaError as bad:
+            raise SchemaError(f"trace {self.trace_id!r} seq {row['seq']}: {bad}") from None
+
+    # Consumers ---------------------------------------------------------------------------------------------------
+
+    def rebalance_assign(self, row: dict[str, Any]) -> None:
+        group, node, topic, seq = row["group"], row["node"], row["topic"], row["seq"]
+        strategy = row["strategy"]
+        if strategy == BROADCASTING:
+            self.broadcasting.add(group)
+        queues = frozenset(row["queues"])
+        expression = row.get("expression")
+        key = (group, node, topic)
+        previous = self.prev_assign.get(key)
+        if previous != queues:
+            self.group_dist[(group, "rebalance")].append(seq)
+        self.prev_assign[key] = queues
+        self.latest_expression[(group, topic)] = expression
+        self.consumer_nodes[group].add(node)
+        # single_owner (a): the allocation follows the strategy.
+        all_queues = row.get("all_queues")
+        consumers = row["consumers"]
+        if all_queues is not None and strategy in _CHECKED_STRATEGIES:
+            try:
+                expected = _allocation(strategy, node, topic, tuple(sorted(all_queues)), tuple(sorted(consumers)))
+            except SchemaError as bad:
+                raise SchemaError(f"trace {self.trace_id!r} seq {seq}: rebalance.assign all_queues: {bad}") from None
+            if isinstance(expected, _Refused):
+                self.owner_problems.append((group, _sample(self.trace_id, row, expected)))
+            elif expected != queues:
+                self.owner_problems.append((group, _sample(
+                    self.trace_id, row, f"{strategy} gives {node} {sorted(expected)}, it took {sorted(queues)} "
+                    f"(REB-3/4/5)")))
+        # single_owner (b): replay the views of (group, topic).
+        self.views[(group, topic)][node] = (
+            frozenset(consumers), None if all_queues is None else frozenset(all_queues), queues)
+        if self.last_life.get((group, node)) not in _GONE:
+            self.live[(group, topic)].add(node)
+        self.topics_of_group[group].add(topic)
+        self.check_owners(group, topic, row)
+
+    def check_owners(self, group: str, topic: str, row: Mapping[str, Any]) -> None:
+        """single_owner (b): once the live consumers' views agree, their queue sets are pairwise disjoint."""
+        key = (group, topic)
+        view = self.views[key]
+        live = self.live[key]
+        live_set = frozenset(live)
+        agree = all(view[n][0] == live_set for n in live)
+        if agree:
+            given = {view[n][1] for n in live if view[n][1] is not None}
+            agree = len(given) <= 1
+        if not agree:
+            self.overlap_reported.discard(key)
+            return
+        total = sum(len(view[n][2]) for n in live)
+        union: set[str] = set().union(*(view[n][2] for n in live)) if live else set()
+        if total != len(union) and key not in self.overlap_reported:
+            self.overlap_reported.add(key)
+            owners: dict[str, list[str]] = defaultdict(list)
+            for n in sorted(live):
+                for q in view[n][2]:
+                    owners[q].append(n)
+            shared = sorted(q for q, ns in owners.items() if len(ns) > 1)
+            self.owner_problems.append((group, _sample(
+                self.trace_id, row, f"views agree and {', '.join(f'{q} is owned by {owners[q]}' for q in shared[:3])} "
+                f"(REB-20)", group=group, topic=topic)))
+
+    def client_lifecycle(self, row: dict[str, Any]) -> None:
+        group, node, action = row["group"], row["node"], row["action"]
+        self.group_dist[(group, "client")].append(row["seq"])
+        self.last_life[(group, node)] = action
+        for topic in sorted(self.topics_of_group.get(group, ())):
+            if node in self.views[(group, topic)]:
+                if action in _GONE:
+                    self.live[(group, topic)].discard(node)
+                else:
+                    self.live[(group, topic)].add(node)
+            self.check_owners(group, topic, row)
+
+    def pull_request(self, row: dict[str, Any]) -> None:
+        """no_lost_message (b): the lowest offset a group pulled a queue from; the node consumes for the group."""
+        group = row["group"]
+        pulled = self.lowest_pull[(row["topic"], row["broker"], row["queue_id"])]
+        lowest = pulled.get(group)
+        if lowest is None or row["offset"] < lowest:
+            pulled[group] = row["offset"]
+        self.consumer_nodes[group].add(row["node"])
+
+    def pull_response(self, row: dict[str, Any]) -> None:
+        status, code = row["status"], row.get("code")
+        if row["node"] != row["broker"]:
+            if status == "OFFSET_ILLEGAL":
+                group = row["group"]
+                self.group_dist[(group, "offset_illegal")].append(row["seq"])
+                # offset_not_past_unconsumed: commits after this are exempt for offsets delivered before it.
+                self.pending.pop((group, row["topic"], row["broker"], row["queue_id"]), None)
+            if code is not None:
+                expected = _client_pull_status(code)
+                if status != (expected or "ERROR"):
+                    self.violation(_PULL, row, f"client status {status} for code {code}, pull_status gives "
+                                               f"{expected or 'None (ERROR)'} (PULL-19)")
+            return
+        low, high = row.get("min_offset"), row.get("max_offset")
+        if low is None or high is None:
+            return
+        offset, next_offset = row["offset"], row.get("next_offset")
+        reasons = []
+        decided = _bounds(offset, low, high)
+        if isinstance(decided, _Refused):
+            reasons.append(decided)
+        elif decided is not None:
+            if (status, next_offset) != decided:
+                reasons.append(f"bounds_decision({offset}, {low}, {high}) gives {decided[0]} next {decided[1]}, "
+                               f"the row has {status} next {next_offset}")
+        else:
+            if status not in _SCAN_STATUSES:
+                reasons.append(f"offset {offset} is readable in [{low}, {high}), a scan cannot give {status}")
+            if next_offset is None or not low <= next_offset <= high:
+                reasons.append(f"next_offset {next_offset} outside [{low}, {high}] (PULL-25)")
+        if code is not None:
+            codes = _pull_codes(status, offset)
+            if codes is None:
+                reasons.append(f"{status} is not a GetMessageStatus: no response code follows from it")
+            elif isinstance(codes, _Refused):
+                reasons.append(codes)
+            elif code not in codes:
+                reasons.append(f"code {code} for {status}, response_code gives {sorted(codes)} (PULL-10)")
+        if reasons:
+            self.violation(_PULL, row, "; ".join(reasons))
+
+    def consume_deliver(self, row: dict[str, Any]) -> None:
+        group, topic, msg, offset = row["group"], row["topic"], row["msg_id"], row["offset"]
+        key = (group, topic, row["broker"], row["queue_id"])
+        seen = self.delivered[key]
+        if offset not in seen:
+            seen.add(offset)
+            self.pending[key][offset] = (row["seq"], msg)
+            self.keys_of_queue[key[1:]].add(key)
+            self.keys_of_group[group].add(key)
+        first = self.delivers.get(msg)
+        if first is None:
+            self.delivers[msg] = [1, row["seq"], "consume.deliver", topic, row["broker"], row["queue_id"], offset,
+                                  group]
+        else:
+            first[0] += 1
+        if topic == _DLQ_PREFIX + group:
+            self.retry_violation(row, f"delivered from {topic} (RETRY-27)")
+
+    def consume_result(self, row: dict[str, Any]) -> None:
+        group, msg = row["group"], row["msg_id"]
+        key = (group, msg)
+        success = row["status"] in SUCCESS_STATUSES
+        if key in self.first_success:
+            self.duplicates.append(row)
+        elif success:
+            self.first_success[key] = row["seq"]
+        if success:
+            pending = self.pending.get((group, row["topic"], row["broker"], row["queue_id"]))
+            if pending:
+                pending.pop(row["offset"], None)
+
+    def sendback(self, row: dict[str, Any]) -> None:
+        group, msg, via = row["group"], row["msg_id"], row["via"]
+        if via in SENT_BACK_VIAS:
+            # Sendbacks are rare and few offsets are pending at a time: scanning them beats indexing every delivery.
+            for key in self.keys_of_group.get(group, ()):
+                pending = self.pending.get(key)
+                if pending:
+                    for offset in [x for x, (_, m) in pending.items() if m == msg]:
+                        del pending[offset]
+        if via != "broker" or row.get("broker") != row["node"]:
+            return  # retry_delay_dlq reads the row of the broker that made the copy, not a client's own report
+        # retry_delay_dlq (a): the row describes the copy; r is the count of the message sent back.
+        copy_times, delay_level, target = row["reconsume_times"], row["delay_level"], row["target"]
+        max_times = row.get("max_reconsume_times")
+        max_times = _DEFAULT_MAX_RECONSUME if max_times is None else max_times
+        retry, dead = _RETRY_PREFIX + group, _DLQ_PREFIX + group
+        where = _send_back_target(copy_times - 1, 0, max_times)
+        if isinstance(where, _Refused):
+            self.retry_violation(row, where)
+        elif where == Target.DLQ.name:
+            if target != dead:
+                self.retry_violation(row, f"sent to {target}, consumer_send_back({copy_times - 1}, 0, {max_times}) "
+                                          f"dead-letters: {dead} (RETRY-7)")
+        elif not ((target == retry and delay_level >= 1) or (target == dead and delay_level == 0)):
+            self.retry_violation(row, f"sent to {target} with delay level {delay_level}; consumer_send_back("
+                                      f"{copy_times - 1}, 0, {max_times}) retries: {retry} with a level >= 1, or "
+                                      f"{dead} undelayed for a level < 0 (RETRY-7, RETRY-8)")
+        # (b): the copy is stored no earlier than the delay level says; a level < 1 (an (a) finding if any) is not
+        # judged: delay_millis is defined from level 1.
+        if target == retry:
+            due = None
+            if delay_level >= 1:
+                delay = _delay_ms(min(delay_level, _MAX_DELAY_LEVEL))
+                if isinstance(delay, _Refused):
+                    self.retry_violation(row, delay)
+                else:
+                    due = row["ts_ms"] + delay
+            pairs = self.retry_pairs.get((group, msg, copy_times))
+            if pairs is None:
+                pairs = self.retry_pairs[(group, msg, copy_times)] = ([], [])
+            sendbacks, puts = pairs
+            sendbacks.append((due, row))
+            if len(puts) >= len(sendbacks):  # its put came first (it is judged too early, unless delayed by < 1)
+                self.judge_retry_pair(due, row, *puts[len(sendbacks) - 1])
+
+    def judge_retry_pair(self, due: int | None, sendback: dict[str, Any], put_ts: int, put_seq: int) -> None:
+        """retry_delay_dlq (b) on the k-th broker-side sendback and the k-th put of its copy."""
+        if due is not None and put_ts < due:
+            self.retry_violation(sendback, f"its retry copy is stored at ts {put_ts} (seq {put_seq}), before ts {due} "
+                                           f"the delay level gives (RETRY-1/2)", copy_seq=put_seq)
+
+    def retry_violation(self, row: Mapping[str, Any], reason: str, **extra: Any) -> None:
+        """A retry_delay_dlq violation, once per row (the first reason is kept)."""
+        if row["seq"] not in self.retry_reported:
+            self.retry_reported.add(row["seq"])
+            self.violation(_RETRY, row, reason, **extra)
+
+    def offset_commit(self, row: dict[str, Any]) -> None:
+        group, offset, seq = row["group"], row["offset"], row["seq"]
+        key = (group, row["topic"], row["broker"], row["queue_id"])
+        # offset_no_regression: the stack keeps, of the earlier commits, those no later commit is <= to.
+        stack = self.commits.get(key)
+        if stack is None:
+            stack = self.commits[key] = ([], [])
+        offsets, seqs = stack
+        # The previous commit is the top of the stack: when it is higher, the latest commit <= this one (s) lies
+        # before it, so a commit lies in (s, seq): a regression.
+        if offsets and offsets[-1] > offset:
+            i = bisect_right(offsets, offset)
+            since = seqs[i - 1] if i else 0
+            cause = self.disturbance(group, since, seq)
+            self.regressions.append((group, cause, None if cause else _sample(
+                self.trace_id, row, f"offset {offset} after {offsets[-1]} with no disturbance since seq {since}, "
+                f"when it was last this low (OFF-8)", since=since)))
+        while offsets and offsets[-1] >= offset:
+            offsets.pop()
+            seqs.pop()
+        offsets.append(offset)
+        seqs.append(seq)
+        # offset_not_past_unconsumed: no pending (delivered, not completed, not exempt) offset below the commit.
+        pending = self.pending.get(key)
+        if pending:
+            passed = [x for x in pending if x < offset]
+            if passed:
+                x = min(passed)
+                self.past_unconsumed.append((group, _sample(
+                    self.trace_id, row, f"commit {offset} passes offset {x} delivered at seq {pending[x][0]} and not "
+                    f"consumed" + (f" (and {len(passed) - 1} more)" if len(passed) > 1 else "") + " (OFF-3)",
+                    unconsumed=x, unconsumed_msg_id=pending[x][1])))
+
+    # Brokers -----------------------------------------------------------------------------------------------------
+
+    def store_put(self, row: dict[str, Any]) -> None:
+        topic, msg = row["topic"], row["msg_id"]
+        if _user_topic(topic):
+            self.put_in_topic.add((msg, topic))
+            puts = self.user_puts.get(msg)
+            if puts is None:
+                self.user_puts[msg] = [1, row["seq"], "store.put", topic, row["broker"], row["queue_id"],
+                                       row["offset"]]
+            else:
+                puts[0] += 1
+            self.copies.append((row["seq"], msg, topic, row["broker"], row["queue_id"], row["offset"],
+                                row.get("tags")))
+        elif topic.startswith(_RETRY_PREFIX):
+            group = topic[len(_RETRY_PREFIX):]
+            reconsume_times = row.get("reconsume_times")
+            copy = (group, msg, reconsume_times)
+            if copy in self.retry_puts:
+                self.stored_twice.add((group, msg))
+            else:
+                self.retry_puts.add(copy)
+            # retry_delay_dlq (b): a put of a copy some broker-side sendback made earlier pairs with the sendback of
+            # its rank (which may come later).
+            pairs = self.retry_pairs.get(copy) if reconsume_times is not None else None
+            if pairs is not None:
+                sendbacks, puts = pairs
+                puts.append((row["ts_ms"], row["seq"]))
+                if len(sendbacks) >= len(puts):
+                    due, sendback = sendbacks[len(puts) - 1]
+                    self.judge_retry_pair(due, sendback, row["ts_ms"], row["seq"])
+        elif topic.startswith(_DLQ_PREFIX):
+            self.dlq.add((topic[len(_DLQ_PREFIX):], msg))
+
+    def store_delete(self, row: dict[str, Any]) -> None:
+        self.any_dist["deletion"].append(row["seq"])
+        queue = (row["topic"], row["broker"], row["queue_id"])
+        offset = row["offset"]
+        if offset > self.deleted.get(queue, -1):
+            self.deleted[queue] = offset
+        # offset_not_past_unconsumed: later commits are exempt for offsets below the deletion delivered before it.
+        for key in self.keys_of_queue.get(queue, ()):
+            pending = self.pending.get(key)
+            if pending:
+                for x in [x for x in pending if x < offset]:
+                    del pending[x]
+
+    def broker_restart(self, row: dict[str, Any]) -> None:
+        self.any_dist["broker_restart"].append(row["seq"])
+
+    def fault_inject(self, row: dict[str, Any]) -> None:
+        self.any_dist["fault"].append(row["seq"])
+        if row["action"] == "duplicate":
+            self.duplicating = True
+
+    def trace_end(self, row: dict[str, Any]) -> None:
+        if row["status"] == SETTLED:
+            self.settled = True
+
+    # Transactions ------------------------------------------------------------------------------------------------
+
+    def txn_half(self, row: dict[str, Any]) -> None:
+        self.halves.add(row["msg_id"])
+
+    def txn_end(self, row: dict[str, Any]) -> None:
+        result = row.get("result")
+        msg = row["msg_id"]
+        if result is None:
+            if row["state"] in _DECIDING_STATES:
+                self.producer_ends[msg] += 1
+            return
+        if result in (TXN_COMMITTED, TXN_ROLLED_BACK):
+            self.resolutions[msg].append((result, row["seq"]))
+
+    def txn_check(self, row: dict[str, Any]) -> None:
+        msg, action = row["msg_id"], row["action"]
+        if action == "discard":
+            self.discarded.add((row["node"], msg))
+        if action != "check":
+            return
+        reasons = []
+        check_max = row.get("check_max")
+        limit = max(DEFAULT_CHECK_MAX if check_max is None else check_max, 1)
+        if row["check_times"] > limit:
+            reasons.append(f"check {row['check_times']} > max {limit} (TXN-22)")
+        if (row["node"], msg) in self.discarded:
+            reasons.append(f"checked after {row['node']} discarded it (TXN-23)")
+        if reasons:
+            self.check_problems.append((msg, _sample(self.trace_id, row, "; ".join(reasons))))
+
+    # The end of the trace ----------------------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        broadcast = self.broadcasting.__contains__  # the findings about clustering groups only count
+        t = self.t
+        self.finish_lost(broadcast)
+        # duplicates_allowed
+        counts = t[_DUPLICATES].counts
+        for row in self.duplicates:
+            group, msg = row["group"], row["msg_id"]
+            if broadcast(group):
+                continue
+            puts = self.user_puts.get(msg)
+            if (puts is not None and puts[0] > 1) or (group, msg) in self.stored_twice:
+                counts["stored_twice"] += 1
+                continue
+            origin = 0 if puts is None else puts[1]
+            cause = self.disturbance(group, origin, row["seq"])
+            if cause is None:
+                self.violation(_DUPLICATES, row, f"consumed again after the success at seq "
+                                                 f"{self.first_success[(group, msg)]} with no cause since seq {origin}",
+                               first_success=self.first_success[(group, msg)])
+            else:
+                counts[cause] += 1
+        # offset_no_regression, offset_not_past_unconsumed, single_owner: clustering groups' findings.
+        for group, cause, sample in self.regressions:
+            if broadcast(group):
+                continue
+            if cause is not None:
+                t[_REGRESSION].counts[cause] += 1
+            elif sample is not None:
+                t[_REGRESSION].add(sample)
+        for name, found in ((_UNCONSUMED, self.past_unconsumed), (_SINGLE_OWNER, self.owner_problems)):
+            for group, sample in found:
+                if not broadcast(group):
+                    t[name].add(sample)
+        self.finish_transactions()
+
+    def finish_lost(self, broadcasting: Callable[[str], bool]) -> None:
+        """no_lost_message (a) and (b), in settled traces."""
+        tally = self.t[_NO_LOST]
+        if not self.settled:
+            tally.counts["skipped"] += 1
+            return
+        for seq, node, msg, topic, broker, queue_id, offset, attempt in self.acked:
+            if msg not in self.halves and (msg, topic) not in self.put_in_topic:
+                tally.add(_compact(self.trace_id, seq, f"acknowledged SEND_OK but never stored in {topic} (OFF-17)",
+                                   kind="send.result", node=node, topic=topic, broker=broker, queue_id=queue_id,
+                                   offset=offset, msg_id=msg, attempt=attempt, status="SEND_OK"))
+        life = self.last_life
+        live = {g for g, nodes in self.consumer_nodes.items()
+                if not broadcasting(g) and any(life.get((g, n)) not in _GONE for n in nodes)}
+        delivered, dead_letters, expressions = self.first_success, self.dlq, self.latest_expression
+        for seq, msg, topic, broker, queue_id, offset, tags in self.copies:
+            pulled = self.lowest_pull.get((topic, broker, queue_id))
+            if not pulled:
+                continue
+            for group, lowest in pulled.items():
+                if (lowest > offset or group not in live or (group, msg) in delivered or (group, msg) in dead_letters
+                        or not _selects(expressions.get((group, topic), "*"), tags)):
+                    continue
+                if self.deleted.get((topic, broker, queue_id), -1) > offset:
+                    tally.counts["exempt_deleted"] += 1
+                    continue
+                tally.add(_compact(self.trace_id, seq, f"due to group {group}, never consumed successfully nor "
+                                   f"dead-lettered (OFF-17, RETRY-7)", kind="store.put", group=group, topic=topic,
+                                   broker=broker, queue_id=queue_id, offset=offset, msg_id=msg))
+
+    def finish_transactions(self) -> None:
+        """transaction (a)-(c), for msg_ids with a txn.half row."""
+        tally = self.t[_TXN]
+        for msg in sorted(self.halves):
+            resolved = self.resolutions.get(msg, ())
+            results = {result for result, _ in resolved}
+            if len(resolved) > 1:
+                if self.producer_ends[msg] > 1 or self.duplicating:
+                    tally.counts["TXN-11"] += 1
+                else:
+                    tally.add(_compact(self.trace_id, resolved[1][1], f"resolved {len(resolved)} times, decided by "
+                                       f"{self.producer_ends[msg]} END_TRANSACTION(s), no duplicating fault (TXN-11)",
+                                       kind="txn.end", msg_id=msg))
+            if TXN_ROLLED_BACK in results and TXN_COMMITTED not in results:
+                for found in (self.user_puts.get(msg), self.delivers.get(msg)):
+                    if found is None:
+                        continue
+                    count, seq, kind, topic, broker, queue_id, offset = found[:7]
+                    tally.violations += count - 1  # every such row violates; the first is kept as the sample
+                    tally.add(_compact(self.trace_id, seq, f"rolled back, yet {kind} in {topic} ({count} row(s)) "
+                                       f"(TXN-9)", kind=kind, topic=topic, broker=broker, queue_id=queue_id,
+                                       offset=offset, msg_id=msg, group=found[7] if len(found) > 7 else None))
+        for msg, sample in self.check_problems:
+            if msg in self.halves:
+                tally.add(sample)
+
+
+def _rows_of(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]) -> tuple[str, Iterator[tuple[str, Any]]]:
+    if isinstance(source, (str, os.PathLike)):
+        return str(source), reading.read_traces(source, COLUMNS, kind_columns=True)
+    return "<rows>", reading.group_rows(source)
+
+
+def check_python(source: str | Path | Iterable[Mapping[str, Any]]) -> Report:
+    """Check every invariant on a trace directory or file (Parquet or JSON Lines) or on in-memory rows.
+
+    Returns a Report (engine ``python``) with one result per invariant in INVARIANTS order; raises SchemaError for
+    bad input.
+    """
+    started = time.perf_counter()
+    name, traces = _rows_of(source)
+    # The state is acyclic and grows by millions of small objects: the cycle collector would only rescan it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _check(name, traces, started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _check(name: str, traces: Iterator[tuple[str, Any]], started: float) -> Report:
+    tallies = {i.name: _Tally() for i in INVARIANTS}
+    kinds: Counter[str] = Counter()
+    events = count = 0
+    for trace_id, rows in traces:
+        trace = _Trace(trace_id, tallies)
+        events += trace.run(rows)
+        kinds.update(trace.kinds)
+        count += 1
+    results = tuple(
+        InvariantResult(
+            name=i.name,
+            events_scanned=sum(kinds[k] for k in i.kinds),
+            violations=tallies[i.name].violations,
+            samples=sample_rows(tallies[i.name].samples),
+            counts=dict(tallies[i.name].counts),
+        )
+        for i in INVARIANTS
+    )
+    return Report(source=name, engine=ENGINE, events=events, traces=count, results=results,
+                  seconds=time.perf_counter() - started)

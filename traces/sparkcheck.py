@@ -1,0 +1,1269 @@
+"""The PySpark trace checker: one Spark job per invariant of :mod:`rocketspec.traces.invariants`.
+
+``check_spark(DIR)`` reads a trace directory (Parquet partitioned by trace, plain Parquet, JSON Lines, or one file),
+validates it against :mod:`rocketspec.traces.schema` (a :class:`~rocketspec.traces.schema.SchemaError` names what is
+wrong, never a JVM traceback), caches the needed columns once and decides every invariant's rule as written in
+``Invariant.rule``. Most of the work is DataFrame operations executed in the JVM: joins on the rule's keys, window
+functions over ``(trace_id, key)`` ordered by ``seq``, aggregations. Where a rule names a spec oracle (pull
+correction, send attempt limit and budget, queue allocation, send-back target and delay) the oracle itself is called
+from a pandas UDF on the executors, memoised on its argument tuples, so a trace is judged by the same normative code
+the spec is checked with. The two sequential replays of the rules (views agreeing in ``single_owner``) run per
+``(trace_id, group, topic)`` with ``applyInPandas``.
+
+Every rule is per trace: ``trace_id`` is part of every join and window key, and ``seq`` orders rows within a trace.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from rocketspec.traces import invariants as inv
+from rocketspec.traces import schema
+from rocketspec.traces.report import InvariantResult, Report, sample_rows
+
+ENGINE = "spark"
+
+#: The columns the invariants read; the cache holds these (plus the validation verdict) and nothing else.
+NEEDED: tuple[str, ...] = (
+    "trace_id", "seq", "ts_ms", "node", "kind", "group", "topic", "broker", "queue_id", "offset", "msg_id", "code",
+    "status", "attempt", "mode", "final", "retry_times", "retry_times_async", "timeout_ms", "latency_fault", "queues",
+    "all_queues", "consumers", "strategy", "expression", "tags", "next_offset", "min_offset", "max_offset",
+    "reconsume_times", "max_reconsume_times", "delay_level", "target", "via", "state", "result", "check_times",
+    "check_max", "action",
+)
+KEY = ("trace_id", "group", "topic", "broker", "queue_id")  # a group's queue
+QUEUE = ("trace_id", "topic", "broker", "queue_id")
+GROUP_CAUSES = ("rebalance", "client", "offset_illegal")  # disturbances of one group
+GLOBAL_CAUSES = ("broker_restart", "fault", "deletion")  # disturbances of every group of the trace
+DISTURBANCES = tuple(c for c in inv.CAUSES if c != "stored_twice")
+STOPPED = ("shutdown", "crash")  # client.lifecycle actions after which a node is not a live consumer
+SCAN_STATUSES = ("FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL")  # PULL-25
+OWNED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
+RETRY = "%RETRY%"
+DLQ = "%DLQ%"
+_CORRUPT = "_corrupt_record"
+_PROBLEM = "_problem"
+_U = Window.unboundedPreceding
+_F = Window.unboundedFollowing
+
+_SESSION: SparkSession | None = None
+
+
+class SparkUnavailable(RuntimeError):
+    """Spark cannot start here (no Java, or the master cannot be reached); the message says why."""
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# session
+
+
+#: JVM options for a local session started for a small trace: the client JIT compiler only and the serial
+#: collector, which halve the CPU a short run spends compiling and collecting.
+SMALL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def spark_session(master: str | None = None, *, small: bool = False) -> SparkSession:
+    """The process's one Spark session, created on first use (``local[*]`` unless ``master`` says otherwise).
+
+    Under ``spark-submit`` (or when another session is active) that session is reused whatever ``master`` says: a
+    process has one SparkContext. A new session runs the Python workers with this interpreter (unless
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` is set), without the UI, with log level ERROR, untyped Hive
+    partition values (``trace_id=7`` stays the string ``"7"``) and, for a local master, ``spark.driver.memory`` from
+    ``ROCKETSPEC_SPARK_DRIVER_MEMORY`` (default 4g) and JVM options from ``ROCKETSPEC_SPARK_JAVA_OPTIONS`` (default
+    :data:`SMALL_JVM_OPTIONS` when ``small`` says the session is started for a small trace, else none).
+    """
+    global _SESSION
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _SESSION = active
+    if _SESSION is not None and not _SESSION.sparkContext._jsc.sc().isStopped():  # type: ignore[union-attr]
+        return _SESSION
+    builder = SparkSession.builder.appName("rocketspec traces")
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit launched this process: its master rules
+    chosen = master or (None if submitted else "local[*]")
+    if chosen:
+        builder = builder.master(chosen)
+    if not os.environ.get("PYSPARK_PYTHON"):
+        # A driver started from Python names the workers' interpreter by this variable (the spark.pyspark.python
+        # setting only reaches spark-submit): without it the workers run "python3" from PATH, which may lack
+        # pandas or rocketspec.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        builder = builder.config("spark.pyspark.python", sys.executable)
+    if chosen and chosen.startswith("local") and not submitted:
+        builder = builder.config("spark.driver.memory", os.environ.get("ROCKETSPEC_SPARK_DRIVER_MEMORY", "4g"))
+        java = os.environ.get("ROCKETSPEC_SPARK_JAVA_OPTIONS", SMALL_JVM_OPTIONS if small else "")
+        if "SPARK_CONF_DIR" not in os.environ:
+            # Errors only, from the first line the JVM logs (not the start-up warnings of the default profile).
+            java = f"{java} -Dlog4j2.configurationFile={_log4j_config()}".strip()
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # local: no network lookup, no loopback warning
+        builder = builder.config("spark.driver.extraJavaOptions", java)
+    builder = (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.log.level", "ERROR")
+        .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
+        .config("spark.sql.shuffle.partitions", "4")
+    )
+    if chosen and chosen.startswith("local") and not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
+        raise SparkUnavailable("no Java: Spark needs a JVM (install Java 17 or set JAVA_HOME)")
+    try:
+        _SESSION = builder.getOrCreate()
+    except Exception as error:  # the JVM did not start or the master refused the application
+        raise SparkUnavailable(_short(error)) from None
+    _SESSION.sparkContext.setLogLevel("ERROR")
+    return _SESSION
+
+
+def _log4j_config() -> Path:
+    """A log4j2 configuration that logs errors only, to stderr (written once per process)."""
+    path = Path(tempfile.gettempdir()) / f"rocketspec-log4j2-{os.getpid()}.properties"
+    if not path.exists():
+        path.write_text(
+            "rootLogger.level = error\n"
+            "rootLogger.appenderRef.stderr.ref = console\n"
+            "appender.console.type = Console\n"
+            "appender.console.name = console\n"
+            "appender.console.target = SYSTEM_ERR\n"
+            "appender.console.layout.type = PatternLayout\n"
+            "appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex\n"
+        )
+    return path
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# reading and validation
+
+
+def _short(error: BaseException) -> str:
+    """The first line of a Spark error, without the JVM stack."""
+    text = str(error).strip().splitlines()
+    return text[0][:300] if text else type(error).__name__
+
+
+def _manifest(directory: Path) -> dict[str, Any] | None:
+    path = directory / schema.MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise schema.SchemaError(f"{path}: unreadable manifest ({error})") from None
+    if not isinstance(manifest, dict):
+        raise schema.SchemaError(f"{path}: the manifest must be a JSON object")
+    version = manifest.get("schema_version")
+    if version != schema.SCHEMA_VERSION:
+        raise schema.SchemaError(
+            f"{path}: schema_version {version!r}; this checker reads schema version {schema.SCHEMA_VERSION}"
+        )
+    return manifest
+
+
+def _json_reader(spark: SparkSession):
+    return (
+        spark.read.schema(f"{schema.spark_ddl()}, `{_CORRUPT}` string")
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+    )
+
+
+def _read_raw(spark: SparkSession, source: str | Path) -> tuple[DataFrame, str]:
+    """The rows of ``source`` as Spark reads them, and the format ("parquet" or "jsonl")."""
+    text = str(source)
+    if "://" in text and not text.startswith("file://"):
+        # A cluster file system: no local listing, so the name decides (a directory is read as Parquet).
+        if text.rstrip("/").endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
+            return _json_reader(spark).json(text), "jsonl"
+        return spark.read.option("mergeSchema", "true").parquet(text), "parquet"
+    path = Path(text.removeprefix("file://"))
+    if not path.exists():
+        raise schema.SchemaError(f"{path}: no such file or directory")
+    if path.is_file():
+        if path.name.endswith(".parquet"):
+            return spark.read.parquet(str(path)), "parquet"
+        if path.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
+            return _json_reader(spark).json(str(path)), "jsonl"
+        raise schema.SchemaError(f"{path}: not a trace file (.parquet, .jsonl or .jsonl.gz)")
+    manifest = _manifest(path) or {}
+    visible = [p for p in path.rglob("*") if p.is_file() and not any(part.startswith(("_", "."))
+                                                                      for part in p.relative_to(path).parts)]
+    parquet = [p for p in visible if p.name.endswith(".parquet")]
+    jsonl = [p for p in visible if p.name.endswith((".jsonl", ".jsonl.gz"))]
+    fmt = manifest.get("format")
+    if parquet and (fmt != "jsonl" or not jsonl):
+        return spark.read.option("mergeSchema", "true").parquet(str(path)), "parquet"
+    if jsonl:
+        return _json_reader(spark).json([str(p) for p in sorted(jsonl)]), "jsonl"
+    raise schema.SchemaError(f"{path}: no trace files (*.parquet, *.jsonl, *.jsonl.gz)")
+
+
+def _required_pairs(present: set[str]) -> list[tuple[str, str, Column]]:
+    """(kind, column, condition) for every column a kind requires: the condition holds on rows lacking it."""
+    return [(kind.name, name, (F.col("kind") == kind.name) & (F.col(name).isNull() if name in present else F.lit(True)))
+            for kind in schema.KINDS.values() for name in kind.required]
+
+
+def _problem_column(present: set[str], fmt: str) -> Column:
+    """Why a row breaks the schema (null when it follows it): "corrupt" (unreadable), "null:<core column>",
+    "unknown" (kind), or "required" (a column its kind requires is null). Cheap per row: one hash lookup of the
+    kind per required column that is null."""
+    branches: list[tuple[Column, str]] = []
+    if fmt == "jsonl":
+        branches.append((F.col(_CORRUPT).isNotNull(), "corrupt"))
+    for name in schema.CORE:
+        branches.append((F.col(name).isNull(), f"null:{name}"))
+    branches.append((~F.col("kind").isin(list(schema.KINDS)), "unknown"))
+    needing: dict[str, list[str]] = {}
+    for kind in schema.KINDS.values():
+        for name in kind.required:
+            needing.setdefault(name, []).append(kind.name)
+    lacking = F.lit(False)
+    for name, kinds in needing.items():
+        if name in present:
+            lacking = lacking | (F.col(name).isNull() & F.col("kind").isin(kinds))
+        else:
+            lacking = lacking | F.col("kind").isin(kinds)
+    branches.append((lacking, "required"))
+    expr = F.when(branches[0][0], F.lit(branches[0][1]))
+    for cond, label in branches[1:]:
+        expr = expr.when(cond, F.lit(label))
+    return expr
+
+
+def _example_rows(raw: DataFrame, cond: Column, limit: int = 3) -> str:
+    rows = raw.where(cond).select("trace_id", "seq").orderBy("trace_id", "seq").limit(limit).collect()
+    return ", ".join(f"trace {r['trace_id']} seq {r['seq']}" for r in rows)
+
+
+def _corrupt_detail(raw: DataFrame) -> str:
+    """Which files hold unreadable lines, how many, and what is wrong with the first ones."""
+    # Spark refuses queries of raw JSON that reference only the corrupt-record column: query a cached parse.
+    parsed = raw.withColumn("file", F.input_file_name()).cache()
+    bad = parsed.where(F.col(_CORRUPT).isNotNull()).select("file", F.col(_CORRUPT).alias("line"))
+    per_file = bad.groupBy("file").count().orderBy("file").collect()
+    firsts = bad.limit(3).collect()
+    files = ", ".join(f"{Path(r['file']).name} ({r['count']})" for r in per_file[:5])
+    reasons = []
+    for r in firsts:
+        line = r["line"]
+        try:
+            row = json.loads(line)
+        except ValueError as error:
+            reasons.append(f"{Path(r['file']).name}: not JSON ({error}): {line[:80]!r}")
+            continue
+        try:
+            if not isinstance(row, dict):
+                raise schema.SchemaError(f"a line must be a JSON object, not {type(row).__name__}")
+            schema.check_row(row)
+            reasons.append(f"{Path(r['file']).name}: does not match the schema: {line[:80]!r}")
+        except schema.SchemaError as error:
+            reasons.append(f"{Path(r['file']).name}: {error}")
+    total = sum(r["count"] for r in per_file)
+    parsed.unpersist()
+    return f"{total} unreadable line(s) in {files}; " + "; ".join(reasons)
+
+
+def _validate(raw: DataFrame, base: DataFrame, fmt: str) -> dict[str, int]:
+    """Row counts per kind; raise SchemaError naming every problem found (with a few example rows)."""
+    stats = base.groupBy("kind", _PROBLEM).count().collect()
+    problems: dict[str, int] = {}
+    kinds: dict[str, int] = {}
+    unknown: dict[str, int] = {}
+    for r in stats:
+        if r[_PROBLEM] is None:
+            kinds[r["kind"]] = kinds.get(r["kind"], 0) + r["count"]
+        elif r[_PROBLEM] == "unknown":
+            unknown[r["kind"]] = unknown.get(r["kind"], 0) + r["count"]
+        else:
+            problems[r[_PROBLEM]] = problems.get(r[_PROBLEM], 0) + r["count"]
+    if not problems and not unknown:
+        if not kinds:
+            raise schema.SchemaError("the trace has no events")
+        return kinds
+    lines = []
+    if "corrupt" in problems:
+        lines.append(_corrupt_detail(raw))
+    for name in schema.CORE:
+        n = problems.get(f"null:{name}", 0)
+        if n:
+            total = sum(r["count"] for r in stats)
+            if n == total:
+                lines.append(f"missing column {name!r}; every trace row needs {', '.join(schema.CORE)}")
+            else:
+                lines.append(f"{n} row(s) without {name!r}")
+    if unknown:
+        listed = ", ".join(f"{k!r} ({n} row(s); {_example_rows(raw, F.col('kind') == k, 1)})"
+                           for k, n in sorted(unknown.items())[:5])
+        lines.append(f"{sum(unknown.values())} row(s) of unknown kinds: {listed}; kinds are: {', '.join(schema.KINDS)}")
+    if problems.get("required"):
+        present = set(raw.columns)
+        pairs = _required_pairs(present)
+        tallies = raw.select(*[F.sum(cond.cast("int")).alias(f"c{i}") for i, (_, _, cond) in enumerate(pairs)]).first()
+        for i, (kind, name, cond) in enumerate(pairs):
+            n = tallies[f"c{i}"] or 0
+            if n:
+                where = _example_rows(raw, cond) if name in present else "the column is absent"
+                lines.append(f"{n} {kind} row(s) without {name!r}, which the kind requires ({where})")
+    raise schema.SchemaError("bad trace: " + "; ".join(lines))
+
+
+def _small_input(source: str | Path) -> bool:
+    """Whether the trace's files hold fewer than about :data:`SMALL` events (Parquet takes some 15 bytes an event,
+    JSON Lines some 300)."""
+    path = Path(str(source).removeprefix("file://"))
+    try:
+        files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+        size = sum(p.stat().st_size * (20 if p.name.endswith(".parquet") else 1) for p in files)
+    except OSError:
+        return False
+    return 0 < size < SMALL * 300
+
+
+def _input_bytes(source: str | Path) -> int:
+    """The size of the trace's files (0 when it cannot be listed, e.g. on a cluster file system)."""
+    path = Path(str(source).removeprefix("file://"))
+    try:
+        if path.is_file():
+            return path.stat().st_size
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    except OSError:
+        return 0
+
+
+def load(spark: SparkSession, source: str | Path) -> tuple[DataFrame, dict[str, int], int]:
+    """Read, validate and cache ``source``: the cached DataFrame of :data:`NEEDED` columns, rows per kind and the
+    number of traces. Raises SchemaError for bad input."""
+    # PySpark logs the query context of an analysis error as it raises it; a reading error becomes a SchemaError
+    # with its own message, so those logs would only repeat it as a JVM stack on stderr.
+    quiet = _quiet_query_context_logs()
+    try:
+        return _load(spark, source)
+    finally:
+        for logger, level in quiet:
+            logger.setLevel(level)
+
+
+def _quiet_query_context_logs() -> list[tuple[logging.Logger, int]]:
+    from pyspark.logger import PySparkLogger
+
+    saved = []
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        saved.append((logger, logger.level))
+        logger.setLevel(logging.CRITICAL)
+    return saved
+
+
+def _load(spark: SparkSession, source: str | Path) -> tuple[DataFrame, dict[str, int], int]:
+    try:
+        raw, fmt = _read_raw(spark, source)
+        types = {f.name: f.dataType.simpleString() for f in raw.schema.fields if f.name != _CORRUPT}
+        schema.check_columns(types, {n: t for n, t in types.items() if n in schema.COLUMN_TYPES})
+        present = set(types)
+        cols = [
+            (F.col(n).cast(schema.COLUMN_TYPES[n]) if n in present else F.lit(None).cast(schema.COLUMN_TYPES[n]))
+            .alias(n)
+            for n in NEEDED
+        ]
+        problem = _problem_column(present, fmt).alias(_PROBLEM)
+        if fmt == "parquet" and not _small_input(source):
+            # Large Parquet is not cached: each check reads only its columns, which costs less than building an
+            # in-memory copy of every column; validation is one aggregation over the files.
+            kinds = _validate(raw, raw.select("kind", problem), fmt)
+            return raw.select(*cols), kinds, raw.select("trace_id").distinct().count()
+        # JSON Lines is parsed once, into a cache of the needed columns. About 64 MB of input per partition, at
+        # least one per core: small traces in many files get few partitions (every later stage over the cache has
+        # as many tasks), a big gzip file is split up.
+        base = raw.select(*cols, problem)
+        par = spark.sparkContext.defaultParallelism
+        target = max(par, _input_bytes(source) // (64 << 20))
+        parts = base.rdd.getNumPartitions()
+        if parts > target:
+            base = base.coalesce(target)
+        elif parts < par:
+            base = base.repartition(par)
+        base = base.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            kinds = _validate(raw, base, fmt)
+        except schema.SchemaError:
+            base.unpersist()
+            raise
+        traces = base.select("trace_id").distinct().count()
+    except schema.SchemaError:
+        raise
+    except (AnalysisException, PySparkException) as error:
+        raise schema.SchemaError(f"{source}: cannot read the trace: {_short(error)}") from None
+    except Exception as error:  # Py4J errors from the reader (unreadable Parquet, permissions, ...)
+        if type(error).__module__.startswith("py4j"):
+            raise schema.SchemaError(f"{source}: cannot read the trace: {_short(error)}") from None
+        raise
+    return base.drop(_PROBLEM), kinds, traces
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# shared expressions
+
+
+def user_topic(topic: Column) -> Column:
+    """:func:`invariants.is_user_topic` as a Spark expression (a test holds the two to the same answers)."""
+    from rocketspec.spec.protocol import (
+        DLQ_GROUP_TOPIC_PREFIX,
+        RETRY_GROUP_TOPIC_PREFIX,
+        SYSTEM_TOPIC_PREFIX,
+    )
+
+    system = sorted(inv._SYSTEM_TOPICS)
+    cond = ~topic.isin(system)
+    for prefix in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, "RMQ_SYS_", SYSTEM_TOPIC_PREFIX):
+        cond = cond & ~topic.startswith(prefix)
+    return cond
+
+
+def tag_matches(expression: Column, tags: Column) -> Column:
+    """:func:`invariants.tag_matches` as a Spark expression."""
+
+    def strip(c: Column) -> Column:
+        return F.regexp_replace(c, r"^\s+|\s+$", "")
+
+    wanted = F.filter(F.transform(F.split(expression, r"\|\|"), strip), lambda t: t != "")
+    return (
+        expression.isNull()
+        | strip(expression).isin("", "*")
+        | (tags.isNotNull() & F.coalesce(F.array_contains(wanted, tags), F.lit(False)))
+    )
+
+
+def _success(status: Column) -> Column:
+    return status.isin(sorted(inv.SUCCESS_STATUSES))
+
+
+def _one_per_row(violations: DataFrame) -> DataFrame:
+    """One violation per row however many parts of a rule it breaks: the reasons are joined."""
+    others = [c for c in violations.columns if c not in ("trace_id", "seq", "reason")]
+    return violations.groupBy("trace_id", "seq").agg(
+        *[F.first(c, True).alias(c) for c in others],
+        F.concat_ws("; ", F.sort_array(F.collect_set("reason"))).alias("reason"))
+
+
+def _first_cause(flags: Sequence[tuple[str, Column]]) -> Column:
+    expr = None
+    for cause, flag in flags:
+        expr = F.when(flag, F.lit(cause)) if expr is None else expr.when(flag, F.lit(cause))
+    return expr if expr is not None else F.lit(None).cast("string")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# oracle UDF bodies (module level so that workers import them and keep their memos across tasks)
+
+_MEMO: dict[tuple[Any, ...], Any] = {}
+
+
+def _memo(key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+    try:
+        return _MEMO[key]
+    except KeyError:
+        if len(_MEMO) > 1_000_000:
+            _MEMO.clear()
+        value = _MEMO[key] = compute()
+        return value
+
+
+def _pull_reasons(broker_side: pd.Series, offset: pd.Series, min_offset: pd.Series, max_offset: pd.Series,
+                  status: pd.Series, has_next: pd.Series, next_offset: pd.Series, has_code: pd.Series,
+                  code: pd.Series) -> pd.Series:
+    """pull_oracle per row: why the row disagrees with the pull-correction oracles, or None."""
+    from rocketspec.spec import pull_correction
+    from rocketspec.spec.protocol import GetMessageStatus, ResponseCode
+
+    def bounds(o: int, lo: int, hi: int) -> Any:
+        return _memo(("bounds", o, lo, hi), lambda: pull_correction.bounds_decision(o, lo, hi))
+
+    def codes(st: str, o: int) -> frozenset[int] | None:
+        def compute() -> frozenset[int] | None:
+            try:
+                gms = GetMessageStatus[st]
+            except KeyError:
+                return None
+            answers = (pull_correction.response_code(gms, requested_offset=o, suspend=s) for s in (True, False))
+            return frozenset(int(a.code) for a in answers if a.code is not None)
+
+        return _memo(("code", st, o), compute)
+
+    def client(c: int) -> str | None:
+        def compute() -> str | None:
+            try:
+                rc = ResponseCode(c)
+            except ValueError:
+                return None
+            ps = pull_correction.pull_status(rc)
+            return None if ps is None else ps.name
+
+        return _memo(("pull_status", c), compute)
+
+    out: list[str | None] = []
+    for bs, o, lo, hi, st, hn, nx, hc, c in zip(
+        broker_side.tolist(), offset.tolist(), min_offset.tolist(), max_offset.tolist(), status.tolist(),
+        has_next.tolist(), next_offset.tolist(), has_code.tolist(), code.tolist(), strict=True,
+    ):
+        nxt = nx if hn else None
+        reason = None
+        if bs:
+            decision = bounds(o, lo, hi)
+            if decision is not None:
+                if st != decision.status.name or nxt != decision.next_begin_offset:
+                    reason = (f"bounds_decision({o}, {lo}, {hi}) gives {decision.status.name} next "
+                              f"{decision.next_begin_offset}, the row has {st} next {nxt}")
+            elif st not in SCAN_STATUSES or nxt is None or not lo <= nxt <= hi:
+                reason = (f"offset {o} is readable in [{lo}, {hi}): status {st} next {nxt} is not a scan's "
+                          f"(status one of {', '.join(SCAN_STATUSES)}, next within [{lo}, {hi}])")
+            if reason is None and hc:
+                allowed = codes(st, o)
+                if allowed is None:
+                    reason = f"status {st} is not a GetMessageStatus"
+                elif c not in allowed:
+                    reason = f"code {c} for {st} at offset {o}; response_code gives {sorted(allowed) or 'none'}"
+        elif hc:
+            expected = client(c) or "ERROR"  # None: the client raises MQBrokerException
+            if expected != st:
+                reason = f"code {c}: pull_status gives {expected}, the row has {st}"
+        out.append(reason)
+    return pd.Series(out, dtype=object)
+
+
+def _send_reasons(mode: pd.Series, retry_times: pd.Series, retry_times_async: pd.Series, position: pd.Series,
+                  elapsed: pd.Series, timeout: pd.Series) -> pd.Series:
+    """send_retry (a) limit and (c) budget per attempt row: why it breaks them, or None."""
+    from rocketspec.spec import send_retry
+    from rocketspec.spec.protocol import CommunicationMode
+
+    def limit(m: str, rt: int, rta: int) -> int | None:
+        def compute() -> int | None:
+            try:
+                return send_retry.attempt_limit(CommunicationMode[m], rt, rta)
+            except (KeyError, ValueError):
+                return None
+
+        return _memo(("limit", m, rt, rta), compute)
+
+    def within(e: int, t: int) -> bool:
+        return _memo(("budget", e, t), lambda: send_retry.attempt_within_budget(e, t))
+
+    out: list[str | None] = []
+    for m, rt, rta, pos, e, t in zip(mode.tolist(), retry_times.tolist(), retry_times_async.tolist(),
+                                     position.tolist(), elapsed.tolist(), timeout.tolist(), strict=True):
+        reasons = []
+        most = limit(m, rt, rta)
+        if most is None:
+            reasons.append(f"unknown mode {m!r}")
+        elif pos > most:
+            reasons.append(f"attempt {pos} of a send exceeds attempt_limit({m}, {rt}, {rta}) = {most}")
+        if m == "SYNC" and not within(e, t):
+            reasons.append(f"started {e} ms into the send, past the {t} ms budget")
+        out.append("; ".join(reasons) or None)
+    return pd.Series(out, dtype=object)
+
+
+def _allocate_reasons(strategy: pd.Series, node: pd.Series, topic: pd.Series, all_queues: pd.Series,
+                      consumers: pd.Series, queues: pd.Series) -> pd.Series:
+    """single_owner (a): why a rebalance.assign differs from rebalance.allocate, or None."""
+    from rocketspec.spec import MessageQueue, rebalance
+
+    def parse(q: str) -> MessageQueue:
+        broker, _, qid = q.rpartition(":")
+        return MessageQueue(topic=t, broker_name=broker, queue_id=int(qid))
+
+    out: list[str | None] = []
+    for s, n, t, aq, cs, qs in zip(strategy.tolist(), node.tolist(), topic.tolist(), all_queues.tolist(),
+                                   consumers.tolist(), queues.tolist(), strict=True):
+        key = ("allocate", s, n, t, tuple(aq), tuple(cs))
+
+        def compute(s: str = s, n: str = n, aq: Any = aq, cs: Any = cs) -> frozenset[str] | str:
+            try:
+                given = rebalance.allocate(s, n, [parse(q) for q in aq], list(cs))
+            except ValueError as error:
+                return f"allocate raised {error}"
+            return frozenset(f"{q.broker_name}:{q.queue_id}" for q in given)
+
+        expected = _memo(key, compute)
+        if isinstance(expected, str):
+            out.append(expected)
+        elif expected != frozenset(qs):
+            out.append(f"{s} gives {sorted(expected)}, the row lists {sorted(set(qs))}")
+        else:
+            out.append(None)
+    return pd.Series(out, dtype=object)
+
+
+def _send_back_targets(reconsume_times: pd.Series, max_reconsume: pd.Series) -> pd.Series:
+    """retry_delay_dlq (a): where consume_retry.consumer_send_back(r, 0, max) sends the copy (a Target name)."""
+    from rocketspec.spec import consume_retry
+
+    def fate(r: int, m: int) -> str:
+        return consume_retry.consumer_send_back(r, 0, m).target.name
+
+    out = [_memo(("send_back", r, m), lambda r=r, m=m: fate(r, m))
+           for r, m in zip(reconsume_times.tolist(), max_reconsume.tolist(), strict=True)]
+    return pd.Series(out, dtype=object)
+
+
+def _delays(level: pd.Series) -> pd.Series:
+    """retry_delay_dlq (b): consume_retry.delay_millis(level)."""
+    from rocketspec.spec import consume_retry
+
+    return pd.Series([_memo(("delay", lv), lambda lv=lv: consume_retry.delay_millis(lv)) for lv in level.tolist()],
+                     dtype="int64")
+
+
+OWNER_SCHEMA = "trace_id string, seq bigint, group string, topic string, node string, reason string"
+
+
+def _replay_owners(rows: pd.DataFrame) -> pd.DataFrame:
+    """single_owner (b) for one (trace_id, group, topic): replay assignments and lifecycles in seq order."""
+    rows = rows.sort_values("seq", kind="stable")
+    latest: dict[str, tuple[frozenset[str], frozenset[str] | None, frozenset[str]]] = {}
+    last_action: dict[str, str] = {}
+    reported = False
+    out = []
+    for r in rows.itertuples(index=False):
+        if r.kind == "rebalance.assign":
+            all_q = None if r.all_queues is None else frozenset(r.all_queues)
+            latest[r.node] = (frozenset(r.consumers), all_q, frozenset(r.queues))
+        else:
+            last_action[r.node] = r.action
+        live = {n for n in latest if last_action.get(n) not in STOPPED}
+        views = [latest[n] for n in live]
+        agree = all(v[0] == live for v in views) and len({v[1] for v in views if v[1] is not None}) <= 1
+        if not agree:
+            reported = False
+            continue
+        owner: dict[str, str] = {}
+        clash = None
+        for n in sorted(live):
+            for q in sorted(latest[n][2]):
+                if q in owner:
+                    clash = (q, owner[q], n)
+                    break
+                owner[q] = n
+            if clash:
+                break
+        if clash and not reported:
+            reported = True
+            out.append((r.trace_id, int(r.seq), r.group, r.topic, r.node,
+                        f"queue {clash[0]} owned by {clash[1]} and {clash[2]} while views agree"))
+    return pd.DataFrame(out, columns=["trace_id", "seq", "group", "topic", "node", "reason"])
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# the checks
+
+
+class _Checker:
+    """The invariant jobs over one cached trace DataFrame."""
+
+    def __init__(self, spark: SparkSession, ev: DataFrame, kinds: dict[str, int], traces: int) -> None:
+        self.spark = spark
+        self.ev = ev
+        self.kinds = kinds
+        self.traces = traces
+        self._cache: dict[str, DataFrame] = {}
+        self._persisted: list[DataFrame] = []
+        self._lock = threading.Lock()  # checks may run in threads
+
+    # helpers ------------------------------------------------------------------------------------------------------
+    def has(self, *kinds: str) -> bool:
+        return any(self.kinds.get(k, 0) for k in kinds)
+
+    def kind(self, *kinds: str) -> DataFrame:
+        return self.ev.where(F.col("kind").isin(list(kinds)))
+
+    def scanned(self, name: str) -> int:
+        return sum(self.kinds.get(k, 0) for k in inv.BY_NAME[name].kinds)
+
+    def persist(self, df: DataFrame) -> DataFrame:
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        with self._lock:
+            self._persisted.append(df)
+        return df
+
+    def release(self) -> None:
+        with self._lock:
+            for df in self._persisted:
+                df.unpersist()
+            self._persisted.clear()
+
+    def shared(self, name: str, build: Callable[[], DataFrame]) -> DataFrame:
+        """A DataFrame several checks use, built and persisted once."""
+        with self._lock:
+            if name not in self._cache:
+                self._cache[name] = build().persist(StorageLevel.MEMORY_AND_DISK)
+                self._persisted.append(self._cache[name])
+            return self._cache[name]
+
+    def broadcasting_groups(self) -> DataFrame:
+        return self.shared("broadcasting", lambda: self.kind("rebalance.assign")
+                           .where(F.col("strategy") == inv.BROADCASTING).select("trace_id", "group").distinct())
+
+    def clustering(self, df: DataFrame) -> DataFrame:
+        """Rows of clustering groups only (no rebalance.assign of the group has strategy BROADCASTING)."""
+        return df.join(F.broadcast(self.broadcasting_groups()), ["trace_id", "group"], "left_anti")
+
+    def group_disturbances(self) -> DataFrame:
+        """(trace_id, group, seq, _cause) of the disturbances of one group: rebalance, client, offset_illegal."""
+
+        def build() -> DataFrame:
+            assign = self.kind("rebalance.assign").select(
+                "trace_id", "group", "node", "topic", "seq", F.array_sort(F.array_distinct("queues")).alias("qs"))
+            w = Window.partitionBy("trace_id", "group", "node", "topic").orderBy("seq")
+            rebalance = (assign.withColumn("prev", F.lag("qs").over(w))
+                         .where(F.col("prev").isNull() | (F.col("prev") != F.col("qs")))
+                         .select("trace_id", "group", "seq", F.lit("rebalance").alias("_cause")))
+            client = self.kind("client.lifecycle").select("trace_id", "group", "seq", F.lit("client").alias("_cause"))
+            illegal = (self.kind("pull.response")
+                       .where((F.col("node") != F.col("broker")) & (F.col("status") == "OFFSET_ILLEGAL"))
+                       .select("trace_id", "group", "seq", F.lit("offset_illegal").alias("_cause")))
+            return rebalance.unionByName(client).unionByName(illegal)
+
+        return self.shared("group_disturbances", build)
+
+    def global_disturbances(self) -> DataFrame:
+        """(trace_id, seq, _cause) of the disturbances of every group: broker_restart, fault, deletion."""
+        labels = F.when(F.col("kind") == "broker.restart", F.lit("broker_restart")).when(
+            F.col("kind") == "fault.inject", F.lit("fault")).otherwise(F.lit("deletion"))
+        return self.shared("global_disturbances", lambda: self.kind("broker.restart", "fault.inject", "store.delete")
+                           .select("trace_id", "seq", labels.alias("_cause")))
+
+    def with_last_disturbances(self, q: DataFrame) -> DataFrame:
+        """``q`` (with trace_id, group, seq) plus ``_L_<cause>``: the seq of the last disturbance of that cause of
+        the row's group before the row (null: none). A disturbance lies in (a, seq) exactly when ``_L_c > a``."""
+        cols = q.columns
+        out = q
+        if self.has("rebalance.assign", "client.lifecycle", "pull.response"):
+            u = out.withColumn("_cause", F.lit(None).cast("string")).unionByName(
+                self.group_disturbances(), allowMissingColumns=True)
+            w = Window.partitionBy("trace_id", "group").orderBy("seq").rowsBetween(_U, Window.currentRow)
+            out = u.select(*cols, "_cause", *[F.max(F.when(F.col("_cause") == c, F.col("seq"))).over(w)
+                                              .alias(f"_L_{c}") for c in GROUP_CAUSES])
+            out = out.where(F.col("_cause").isNull()).drop("_cause")
+        else:
+            out = out.select(*cols, *[F.lit(None).cast("bigint").alias(f"_L_{c}") for c in GROUP_CAUSES])
+        cols = out.columns
+        if self.has("broker.restart", "fault.inject", "store.delete"):
+            u = out.withColumn("_cause", F.lit(None).cast("string")).unionByName(
+                self.global_disturbances(), allowMissingColumns=True)
+            w = Window.partitionBy("trace_id").orderBy("seq").rowsBetween(_U, Window.currentRow)
+            out = u.select(*cols, "_cause", *[F.max(F.when(F.col("_cause") == c, F.col("seq"))).over(w)
+                                              .alias(f"_L_{c}") for c in GLOBAL_CAUSES])
+            out = out.where(F.col("_cause").isNull()).drop("_cause")
+        else:
+            out = out.select(*cols, *[F.lit(None).cast("bigint").alias(f"_L_{c}") for c in GLOBAL_CAUSES])
+        return out
+
+    def result(self, name: str, violations: DataFrame | None, counts: dict[str, int] | None = None,
+               n: int | None = None) -> InvariantResult:
+        """Count ``violations`` (rows with trace_id, seq, reason and key columns) and keep the first samples."""
+        samples: tuple[dict[str, Any], ...] = ()
+        if violations is not None:
+            if n is None:
+                n = violations.count()
+            if n:
+                rows = violations.orderBy("trace_id", "seq").limit(inv.MAX_SAMPLES).collect()
+                samples = sample_rows([r.asDict() for r in rows])
+        return InvariantResult(name, self.scanned(name), n or 0, samples, dict(counts or {}))
+
+    def classified(self, name: str, rows: DataFrame, cause: str = "_cause") -> InvariantResult:
+        """Rows that are either allowed (``cause`` set: counted per cause) or violations (``cause`` null)."""
+        rows = self.persist(rows)
+        tallies = {r[cause]: r["count"] for r in rows.groupBy(cause).count().collect()}
+        n = tallies.pop(None, 0)
+        result = self.result(name, rows.where(F.col(cause).isNull()).drop(cause), tallies, n)
+        return result
+
+    # invariants ---------------------------------------------------------------------------------------------------
+    def no_lost_message(self) -> InvariantResult:
+        name = "no_lost_message"
+        settled = (self.kind("trace.end").where(F.col("status") == schema.SETTLED).select("trace_id").distinct())
+        settled = self.persist(settled)
+        n_settled = settled.count()
+        n_traces = self.traces
+        counts = {inv.SKIPPED: n_traces - n_settled} if n_traces > n_settled else {}
+        if not n_settled:
+            return self.result(name, None, counts)
+        b_settled = F.broadcast(settled)
+        # (a) acknowledged sends stored
+        puts = self.kind("store.put").join(b_settled, "trace_id", "left_semi")
+        halves = self.kind("txn.half").select("trace_id", "msg_id").distinct()
+        acked = (self.kind("send.result").join(b_settled, "trace_id", "left_semi")
+                 .where((F.col("status") == "SEND_OK") & user_topic(F.col("topic")))
+                 .join(halves, ["trace_id", "msg_id"], "left_anti")
+                 .join(puts.select("trace_id", "msg_id", "topic"), ["trace_id", "msg_id", "topic"], "left_anti")
+                 .select("trace_id", "seq", F.lit("acknowledged (SEND_OK) but never stored in its topic")
+                         .alias("reason"), "node", "topic", "broker", "queue_id", "msg_id"))
+        # (b) every due copy delivered to each live clustering group: due to G when G pulled the queue from at or
+        # before the copy's offset and G's latest subscription expression of the topic selects the copy's tags.
+        assign = self.clustering(self.kind("rebalance.assign").join(b_settled, "trace_id", "left_semi"))
+        requests = self.clustering(self.kind("pull.request").join(b_settled, "trace_id", "left_semi"))
+        positions = requests.groupBy(*QUEUE, "group").agg(F.min("offset").alias("lowest_pull"))
+        expressions = assign.groupBy("trace_id", "group", "topic").agg(
+            F.max_by("expression", "seq").alias("expression"))
+        lifecycle = (self.kind("client.lifecycle").groupBy("trace_id", "node", "group")
+                     .agg(F.max_by("action", "seq").alias("last_action")))
+        live = (assign.select("trace_id", "group", "node").unionByName(requests.select("trace_id", "group", "node"))
+                .distinct()
+                .join(lifecycle, ["trace_id", "node", "group"], "left")
+                .where(F.col("last_action").isNull() | ~F.col("last_action").isin(list(STOPPED)))
+                .select("trace_id", "group").distinct())
+        copies = (puts.where(user_topic(F.col("topic")))
+                  .select("trace_id", "seq", "topic", "broker", "queue_id", "offset", "msg_id", "tags"))
+        due = (copies.join(positions, list(QUEUE)).where(F.col("lowest_pull") <= F.col("offset"))
+               .join(expressions, ["trace_id", "group", "topic"], "left")
+               .where(tag_matches(F.col("expression"), F.col("tags")))
+               .select("trace_id", "seq", "topic", "broker", "queue_id", "offset", "msg_id", "group")
+               .join(F.broadcast(live), ["trace_id", "group"], "left_semi"))
+        successes = (self.kind("consume.result").where(_success(F.col("status")))
+                     .select("trace_id", "group", "msg_id").distinct())
+        dead = (puts.where(F.col("topic").startswith(DLQ))
+                .select("trace_id", F.expr(f"substring(topic, {len(DLQ) + 1})").alias("group"), "msg_id"))
+        deleted = self.kind("store.delete").groupBy(*QUEUE).agg(F.max("offset").alias("deleted_below"))
+        undelivered = (due.join(successes, ["trace_id", "group", "msg_id"], "left_anti")
+                       .join(dead, ["trace_id", "group", "msg_id"], "left_anti")
+                       .join(deleted, list(QUEUE), "left"))
+        undelivered = self.persist(undelivered)
+        exempt = F.col("deleted_below").isNotNull() & (F.col("deleted_below") > F.col("offset"))
+        n_exempt = undelivered.where(exempt).count()
+        if n_exempt:
+            counts[inv.EXEMPT_DELETED] = n_exempt
+        lost = (undelivered.where(~exempt)
+                .select("trace_id", "seq", F.concat(F.lit("copy never delivered to group "), F.col("group"))
+                        .alias("reason"), "group", "topic", "broker", "queue_id", "offset", "msg_id"))
+        return self.result(name, acked.unionByName(lost, allowMissingColumns=True), counts)
+
+    def duplicates_allowed(self) -> InvariantResult:
+        name = "duplicates_allowed"
+        results = self.clustering(self.kind("consume.result")).select(
+            "trace_id", "group", "msg_id", "seq", "status", "node", "topic", "broker", "queue_id", "offset")
+        w = Window.partitionBy("trace_id", "group", "msg_id").orderBy("seq").rowsBetween(_U, -1)
+        dups = (results.withColumn("first_success", F.min(F.when(_success(F.col("status")), F.col("seq"))).over(w))
+                .where(F.col("first_success").isNotNull()))
+        dups = self.persist(dups)
+        if not dups.take(1):
+            return self.result(name, None, {}, 0)
+        keys = dups.select("trace_id", "msg_id").distinct()
+        puts = self.kind("store.put").join(keys, ["trace_id", "msg_id"], "left_semi")
+        user = (puts.where(user_topic(F.col("topic"))).groupBy("trace_id", "msg_id")
+                .agg(F.count("*").alias("n_user"), F.min("seq").alias("origin")))
+        twice = (puts.where(F.col("topic").startswith(RETRY)).groupBy("trace_id", "topic", "msg_id", "reconsume_times")
+                 .count().where(F.col("count") > 1)
+                 .select("trace_id", F.expr(f"substring(topic, {len(RETRY) + 1})").alias("group"), "msg_id")
+                 .distinct().withColumn("retry_twice", F.lit(True)))
+        rows = (dups.join(user, ["trace_id", "msg_id"], "left").join(twice, ["trace_id", "group", "msg_id"], "left")
+                .withColumn("origin", F.coalesce("origin", F.lit(0)))
+                .withColumn("stored_twice", (F.coalesce("n_user", F.lit(0)) > 1) | F.coalesce("retry_twice",
+                                                                                            F.lit(False))))
+        rows = self.with_last_disturbances(rows)
+        flags = [("stored_twice", F.col("stored_twice"))]
+        flags += [(c, F.col(f"_L_{c}") > F.col("origin")) for c in DISTURBANCES]
+        out = rows.select(
+            "trace_id", "seq", "group", "msg_id", "node", "topic", "broker", "queue_id", "offset", "status",
+            "first_success", "origin", _first_cause(flags).alias("_cause"),
+            F.format_string("consume.result after the group's first success (seq %d) with no stored_twice and no "
+                            "disturbance of the group in (%d, %d)", "first_success", "origin", "seq").alias("reason"))
+        return self.classified(name, out)
+
+    def offset_no_regression(self) -> InvariantResult:
+        name = "offset_no_regression"
+        key = list(KEY)
+        commits = self.clustering(self.kind("offset.commit")).select(*key, "seq", "offset", "node")
+        # Some commit lies between s (the latest earlier commit with an offset <= this one) and this one exactly
+        # when the previous commit of the key is higher.
+        commits = commits.withColumn("previous", F.lag("offset").over(Window.partitionBy(*key).orderBy("seq")))
+        commits = self.persist(commits)
+        regressed = commits.where(F.col("offset") < F.col("previous"))
+        if not regressed.take(1):
+            return self.result(name, None, {}, 0)
+        # Only keys with a regression need their epochs: everything below runs on those keys' commits.
+        sub = commits.join(F.broadcast(regressed.select(*key).distinct()), key, "left_semi")
+        sub = self.with_last_disturbances(sub).repartition(*key)
+        for c in DISTURBANCES:
+            # Commits after the last c-disturbance before this one: those with seq in (_L_c, seq). The latest commit
+            # with offset <= this one (s) lies there exactly when their minimum offset is <= this one.
+            epoch = Window.partitionBy(*key, f"_L_{c}").orderBy("seq").rowsBetween(_U, -1)
+            sub = sub.withColumn(f"_M_{c}", F.min("offset").over(epoch))
+        sub = sub.where(F.col("offset") < F.col("previous"))
+        flags = [(c, (F.col(f"_L_{c}") > 0) & (F.col(f"_M_{c}").isNull() | (F.col(f"_M_{c}") > F.col("offset"))))
+                 for c in DISTURBANCES]
+        out = sub.select(
+            *key, "seq", "offset", "previous", "node", _first_cause(flags).alias("_cause"),
+            F.format_string("committed offset %d after %d with no disturbance of the group since the offset was last "
+                            "this low", "offset", "previous").alias("reason"))
+        return self.classified(name, out)
+
+    def offset_not_past_unconsumed(self) -> InvariantResult:
+        name = "offset_not_past_unconsumed"
+        key = list(KEY)
+        commits = self.clustering(self.kind("offset.commit")).select(*key, F.col("seq").alias("t"),
+                                                                      F.col("offset").alias("o"))
+        commits = self.persist(commits)
+        stats = self.persist(commits.groupBy(*key).agg(F.count("*").alias("n"), F.min("t").alias("t0"),
+                                                       F.max("t").alias("t1")))
+        if not stats.take(1) or not self.has("consume.deliver"):
+            return self.result(name, None, {}, 0)
+        # d: first delivery of (key, x); c: first completion after d (a success for x in the queue, or a sendback).
+        events = (self.clustering(self.kind("consume.deliver", "consume.result"))
+                  .where((F.col("kind") == "consume.deliver") | _success(F.col("status")))
+                  .groupBy(*key, F.col("offset").alias("x"))
+                  .agg(F.min(F.when(F.col("kind") == "consume.deliver", F.col("seq"))).alias("d"),
+                       F.min_by(F.when(F.col("kind") == "consume.deliver", F.col("msg_id")),
+                                F.when(F.col("kind") == "consume.deliver", F.col("seq"))).alias("msg_id"),
+                       F.collect_list(F.when(F.col("kind") == "consume.result", F.col("seq"))).alias("done"))
+                  .where(F.col("d").isNotNull())
+                  .join(F.broadcast(stats), key)  # keys without commits cannot violate
+                  .withColumn("c", F.array_min(F.filter("done", lambda s: s > F.col("d")))).drop("done"))
+        sendbacks = (self.kind("sendback").where(F.col("via").isin(sorted(inv.SENT_BACK_VIAS)))
+                     .select("trace_id", "group", "msg_id", F.col("seq").alias("sb")))
+        if self.has("sendback"):
+            first_sb = (events.select("trace_id", "group", "msg_id", "x", "topic", "broker", "queue_id", "d")
+                        .join(sendbacks, ["trace_id", "group", "msg_id"])
+                        .where(F.col("sb") > F.col("d")).groupBy(*key, "x").agg(F.min("sb").alias("sb")))
+            events = events.join(first_sb, [*key, "x"], "left").withColumn("c", F.least("c", "sb")).drop("sb")
+        # The first OFFSET_ILLEGAL of the group for the queue after d exempts every later commit: the interval ends.
+        illegal = (self.kind("pull.response")
+                   .where((F.col("node") != F.col("broker")) & (F.col("status") == "OFFSET_ILLEGAL"))
+                   .select(*key, "seq"))
+        if self.has("pull.response"):
+            u = (events.withColumn("seq", F.col("d")).withColumn("_ill", F.lit(False))
+                 .unionByName(illegal.withColumn("_ill", F.lit(True)), allowMissingColumns=True))
+            after = Window.partitionBy(*key).orderBy("seq").rowsBetween(Window.currentRow, _F)
+            events = (u.withColumn("ill", F.min(F.when(F.col("_ill"), F.col("seq"))).over(after))
+                      .where(~F.col("_ill")).drop("_ill", "seq"))
+        else:
+            events = events.withColumn("ill", F.lit(None).cast("bigint"))
+        # Commits strictly inside (d, end): a join on (key, seq bin) with bins of about 4 commits of the key each,
+        # so that the join is bounded by key and interval instead of pairing every delivery with every commit.
+        width = F.greatest(F.lit(1), F.ceil((F.col("t1") - F.col("t0") + 1) * 4 / F.col("n"))).cast("bigint")
+        end = F.least(F.coalesce(F.least("c", "ill"), F.col("t1") + 1), F.col("t1") + 1)
+        lo = F.greatest(F.col("d"), F.col("t0") - 1)
+        spans = (events.withColumn("w", width).withColumn("end", end).withColumn("lo", lo)
+                 .where(F.col("end") - F.col("lo") > 1)
+                 .withColumn("bin", F.explode(F.sequence(F.floor((F.col("lo") + 1) / F.col("w")),
+                                                         F.floor((F.col("end") - 1) / F.col("w")))))
+                 .select(*key, "x", "d", "c", "ill", "end", "msg_id", "w", "bin"))
+        binned = commits.join(F.broadcast(stats.select(*key, width.alias("w"))), key).withColumn(
+            "bin", F.floor(F.col("t") / F.col("w")))
+        candidates = (spans.join(binned, [*key, "w", "bin"])
+                      .where((F.col("t") > F.col("d")) & (F.col("t") < F.col("end")) & (F.col("o") > F.col("x")))
+                      .select(*key, "x", "d", "c", "msg_id", "t", "o"))
+        if self.has("store.delete"):
+            deletes = self.kind("store.delete").select(*QUEUE, F.col("seq").alias("e"),
+                                                       F.col("offset").alias("deleted_to"))
+            exempt = (candidates.join(deletes, list(QUEUE))
+                      .where((F.col("e") > F.col("d")) & (F.col("e") < F.col("t"))
+                             & (F.col("deleted_to") > F.col("x")))
+                      .select(*key, "x", "t").distinct())
+            candidates = candidates.join(exempt, [*key, "x", "t"], "left_anti")
+        violations = (candidates.groupBy(*key, "t", "o")
+                      .agg(F.min_by(F.struct("x", "d", "msg_id", "c"), F.col("x")).alias("p"))
+                      .select(*key, F.col("t").alias("seq"), F.col("o").alias("offset"),
+                              F.col("p.x").alias("unconsumed"), F.col("p.msg_id").alias("msg_id"),
+                              F.col("p.d").alias("delivered_seq"),
+                              F.format_string("committed offset %d passes offset %d, delivered at seq %d and not "
+                                              "completed before", "o", "p.x", "p.d").alias("reason")))
+        return self.result(name, violations)
+
+    def single_owner(self) -> InvariantResult:
+        name = "single_owner"
+        assign = self.clustering(self.kind("rebalance.assign"))
+        if not self.has("rebalance.assign"):
+            return self.result(name, None, {}, 0)
+        udf = F.pandas_udf(_allocate_reasons, "string")
+        computed = (assign.where(F.col("all_queues").isNotNull() & F.col("strategy").isin(list(OWNED_STRATEGIES)))
+                    .select("trace_id", "seq", "group", "topic", "node", "strategy",
+                            udf("strategy", "node", "topic", "all_queues", "consumers", "queues").alias("reason"))
+                    .where(F.col("reason").isNotNull()))
+        topics = assign.select("trace_id", "group", "topic").distinct()
+        lifecycle = (self.clustering(self.kind("client.lifecycle")).select("trace_id", "group", "node", "seq", "kind",
+                                                                           "action")
+                     .join(topics, ["trace_id", "group"]))
+        replay_rows = assign.select("trace_id", "group", "topic", "node", "seq", "kind", "consumers", "all_queues",
+                                    "queues").unionByName(lifecycle, allowMissingColumns=True)
+        overlaps = replay_rows.groupBy("trace_id", "group", "topic").applyInPandas(_replay_owners, OWNER_SCHEMA)
+        rows = computed.unionByName(overlaps, allowMissingColumns=True)
+        return self.result(name, self.persist(rows))
+
+    def pull_oracle(self) -> InvariantResult:
+        name = "pull_oracle"
+        if not self.has("pull.response"):
+            return self.result(name, None, {}, 0)
+        broker_side = F.col("node") == F.col("broker")
+        rows = self.kind("pull.response").where(
+            (broker_side & F.col("min_offset").isNotNull() & F.col("max_offset").isNotNull())
+            | (~broker_side & F.col("code").isNotNull()))
+        udf = F.pandas_udf(_pull_reasons, "string")
+        checked = rows.select(
+            "trace_id", "seq", "node", "group", "topic", "broker", "queue_id", "offset", "status", "code",
+            "next_offset", "min_offset", "max_offset",
+            udf(broker_side, F.col("offset"), F.coalesce("min_offset", F.lit(0)),
+                F.coalesce("max_offset", F.lit(0)), F.col("status"), F.col("next_offset").isNotNull(),
+                F.coalesce("next_offset", F.lit(0)), F.col("code").isNotNull(),
+                F.coalesce("code", F.lit(0))).alias("reason"))
+        return self.result(name, self.persist(checked.where(F.col("reason").isNotNull())))
+
+    def send_retry(self) -> InvariantResult:
+        name = "send_retry"
+        if not self.has("send.attempt"):
+            return self.result(name, None, {}, 0)
+        sends = Window.partitionBy("trace_id", "node", "msg_id").orderBy("seq")
+        running = sends.rowsBetween(_U, Window.currentRow)
+        rn = F.row_number().over(sends)
+        attempts = (self.kind("send.attempt")
+                    .select("trace_id", "seq", "ts_ms", "node", "group", "topic", "broker", "queue_id", "msg_id",
+                            "attempt", "mode", "retry_times", "retry_times_async", "timeout_ms", "latency_fault")
+                    .withColumn("rn", rn)
+                    .withColumn("start_rn", F.last(F.when(F.col("attempt") == 1, F.col("rn")), True).over(running))
+                    .withColumn("start_ts", F.last(F.when(F.col("attempt") == 1, F.col("ts_ms")), True).over(running))
+                    .withColumn("first_ts", F.first("ts_ms").over(running))
+                    .withColumn("prev_broker", F.lag("broker").over(sends))
+                    .withColumn("prev_attempt", F.lag("attempt").over(sends))
+                    .withColumn("prev_seq", F.lag("seq").over(sends))
+                    .withColumn("position", F.col("rn") - F.coalesce("start_rn", F.lit(1)) + 1)
+                    .withColumn("elapsed", F.col("ts_ms") - F.coalesce("start_ts", "first_ts")))
+        attempts = self.persist(attempts)
+        retry = F.col("position") > 1
+        # (a) numbering
+        numbering = attempts.where(F.col("attempt") != F.col("position")).select(
+            "trace_id", "seq", "node", "msg_id", "attempt", F.format_string(
+                "attempt %d where the send's attempt %d was due (attempts are numbered 1, 2, ... without gaps)",
+                "attempt", "position").alias("reason"))
+        # (a) limit and (c) budget through the oracles. An attempt that starts its send (position 1, 0 ms in) meets
+        # both by the oracles' postconditions (attempt_limit >= 1; elapsed <= timeout is within budget), so only
+        # retries and sends with a negative budget go through the UDF.
+        udf = F.pandas_udf(_send_reasons, "string")
+        timeout = F.coalesce("timeout_ms", F.lit(3000))
+        oracle = (attempts.where(retry | (F.col("elapsed") != 0) | (timeout < 0))
+                  .select("trace_id", "seq", "node", "msg_id", "attempt", "mode",
+                          udf(F.col("mode"), F.coalesce("retry_times", F.lit(2)),
+                              F.coalesce("retry_times_async", F.lit(2)), F.col("position"), F.col("elapsed"),
+                              timeout).alias("reason"))
+                  .where(F.col("reason").isNotNull()))
+        # (b) a retry follows a non-final send.result of the previous attempt
+        results = (self.kind("send.result").where(~F.col("final"))
+                   .select("trace_id", "node", "msg_id", F.col("attempt").alias("r_attempt"),
+                           F.col("seq").alias("r_seq")))
+        retries = attempts.where(retry & (F.col("attempt") > 1))
+        followed = (retries.join(results, ["trace_id", "node", "msg_id"])
+                    .where((F.col("r_attempt") == F.col("attempt") - 1) & (F.col("r_seq") > F.col("prev_seq"))
+                           & (F.col("r_seq") < F.col("seq")))
+                    .select("trace_id", "node", "msg_id", "seq").distinct())
+        unfollowed = retries.join(followed, ["trace_id", "node", "msg_id", "seq"], "left_anti").select(
+            "trace_id", "seq", "node", "msg_id", "attempt", F.format_string(
+                "attempt %d without a non-final send.result of attempt %d before it", "attempt",
+                F.col("attempt") - 1).alias("reason"))
+        # (d) a retry avoids the previous attempt's broker when the latest route offers another writable broker
+        out = numbering.unionByName(oracle, allowMissingColumns=True).unionByName(unfollowed,
+                                                                                  allowMissingColumns=True)
+        if self.has("route.update"):
+            routes = self.kind("route.update").select("trace_id", "node", "topic", "seq", "queues")
+            same_broker = F.col("broker") == F.col("prev_broker")
+            sync = F.col("mode") == "SYNC"
+            cand = (retries.where(sync & ~F.coalesce("latency_fault", F.lit(False)) & same_broker)
+                    .select("trace_id", "node", "topic", "seq", "msg_id", "attempt", "broker"))
+            if cand.take(1):
+                u = cand.withColumn("_q", F.lit(True)).unionByName(routes.withColumn("_q", F.lit(False)),
+                                                                   allowMissingColumns=True)
+                wr = Window.partitionBy("trace_id", "node", "topic").orderBy("seq").rowsBetween(_U, -1)
+                u = u.withColumn("route", F.last(F.when(~F.col("_q"), F.col("queues")), True).over(wr)).where("_q")
+                perm = F.regexp_extract
+                other = F.exists("route", lambda q: (perm(q, r"^(.*):(-?\d+):(-?\d+)$", 1) != F.col("broker"))
+                                 & ((perm(q, r"^(.*):(-?\d+):(-?\d+)$", 3).cast("int").bitwiseAND(2)) != 0))
+                same = u.where(F.col("route").isNotNull() & other).select(
+                    "trace_id", "seq", "node", "msg_id", "attempt", "broker", F.format_string(
+                        "attempt %d went to %s again although the route offers another writable broker", "attempt",
+                        "broker").alias("reason"))
+                out = out.unionByName(same, allowMissingColumns=True)
+        return self.result(name, self.persist(_one_per_row(out)))
+
+    def transaction(self) -> InvariantResult:
+        name = "transaction"
+        if not self.has("txn.half"):
+            return self.result(name, None, {}, 0)
+        halves = F.broadcast(self.persist(self.kind("txn.half").select("trace_id", "msg_id").distinct()))
+        resolving = F.col("result").isin(inv.TXN_COMMITTED, inv.TXN_ROLLED_BACK)
+        ends = (self.kind("txn.end").where(F.col("result").isNotNull()).join(halves, ["trace_id", "msg_id"],
+                                                                            "left_semi")
+                .groupBy("trace_id", "msg_id")
+                .agg(F.sum(resolving.cast("int")).alias("resolved"),
+                     F.max((F.col("result") == inv.TXN_COMMITTED).cast("int")).alias("committed"),
+                     F.max((F.col("result") == inv.TXN_ROLLED_BACK).cast("int")).alias("rolled_back"),
+                     F.try_element_at(F.array_sort(F.collect_list(F.when(resolving, F.col("seq")))), F.lit(2))
+                     .alias("seq")))
+        ends = self.persist(ends)
+        # (a) a second resolution is allowed when producers sent more than one deciding END_TRANSACTION, or when the
+        # trace duplicated requests (TXN-11/25)
+        deciding = (self.kind("txn.end").where(F.col("result").isNull()
+                                               & F.col("state").isin("COMMIT_MESSAGE", "ROLLBACK_MESSAGE"))
+                    .groupBy("trace_id", "msg_id").agg(F.count("*").alias("decided")))
+        duplicated = (self.kind("fault.inject").where(F.col("action") == inv.DUPLICATE_FAULT).select("trace_id")
+                      .distinct().withColumn("duplicated", F.lit(True)))
+        again = (ends.where(F.col("resolved") > 1).join(deciding, ["trace_id", "msg_id"], "left")
+                 .join(F.broadcast(duplicated), "trace_id", "left")
+                 .withColumn("allowed", (F.coalesce("decided", F.lit(0)) > 1)
+                             | F.coalesce("duplicated", F.lit(False))))
+        again = self.persist(again)
+        counts: dict[str, int] = {}
+        allowed = again.where("allowed").count()
+        if allowed:
+            counts[inv.TXN_ALLOWED] = allowed
+        twice = again.where(~F.col("allowed")).select(
+            "trace_id", "seq", "msg_id", F.format_string(
+                "half message resolved %d times with at most one deciding END_TRANSACTION and no duplicated request",
+                "resolved").alias("reason"))
+        # (b) rolled back, never committed: no user-topic copy and no delivery
+        rolled = ends.where((F.col("rolled_back") == 1) & (F.col("committed") == 0)).select("trace_id", "msg_id")
+        leaked = (self.kind("store.put", "consume.deliver")
+                  .where((F.col("kind") == "consume.deliver") | user_topic(F.col("topic")))
+                  .join(F.broadcast(rolled), ["trace_id", "msg_id"], "left_semi")
+                  .select("trace_id", "seq", "msg_id", "kind", "node", "topic", F.concat(
+                      F.lit("rolled-back message: "), F.col("kind"), F.lit(" exists")).alias("reason")))
+        # (c) checks within the max, none after a discard
+        w = Window.partitionBy("trace_id", "msg_id", "node").orderBy("seq").rowsBetween(_U, -1)  # per broker
+        checks = (self.kind("txn.check").join(halves, ["trace_id", "msg_id"], "left_semi")
+                  .withColumn("discarded_at", F.min(F.when(F.col("action") == "discard", F.col("seq"))).over(w))
+                  .where(F.col("action") == "check"))
+        most = F.greatest(F.coalesce("check_max", F.lit(inv.DEFAULT_CHECK_MAX)), F.lit(1))
+        bad_checks = checks.where((F.col("check_times") > most) | F.col("discarded_at").isNotNull()).select(
+            "trace_id", "seq", "msg_id", "node", "check_times", "check_max", F.when(
+                F.col("discarded_at").isNotNull(),
+                F.format_string("check after this broker's discard at seq %d", "discarded_at")).otherwise(
+                F.format_string("check_times %d > max(check_max, 1) = %d", "check_times", most)).alias("reason"))
+        rows = twice.unionByName(leaked, allowMissingColumns=True).unionByName(bad_checks, allowMissingColumns=True)
+        return self.result(name, self.persist(rows), counts)
+
+    def retry_delay_dlq(self) -> InvariantResult:
+        name = "retry_delay_dlq"
+        out: DataFrame | None = None
+        if self.has("sendback"):
+            # A sendback row describes its copy: reconsume_times is the copy's count, delay_level the copy's level.
+            # Broker-side rows only: the broker that made the copy (a client's report of the same send back is
+            # not read).
+            sb = self.persist(self.kind("sendback").where((F.col("via") == "broker")
+                                                          & (F.col("broker") == F.col("node"))).select(
+                "trace_id", "seq", "ts_ms", "node", "group", "topic", "msg_id", "reconsume_times", "delay_level",
+                "max_reconsume_times", "target"))
+            retry_topic = F.concat(F.lit(RETRY), F.col("group"))
+            dlq_topic = F.concat(F.lit(DLQ), F.col("group"))
+            # (a) dead-lettered when consumer_send_back(r, 0, max) says so, else retried with a level (or, asked with
+            # a level < 0, dead-lettered with level 0)
+            udf = F.pandas_udf(_send_back_targets, "string")
+            fate = udf(F.col("reconsume_times") - 1, F.coalesce("max_reconsume_times", F.lit(16)))
+            fine = F.when(F.col("fate") == "DLQ", F.col("target") == dlq_topic).otherwise(
+                ((F.col("target") == retry_topic) & (F.col("delay_level") >= 1))
+                | ((F.col("target") == dlq_topic) & (F.col("delay_level") == 0)))
+            wrong = (sb.withColumn("fate", fate).where(~F.coalesce(fine, F.lit(False)))
+                     .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
+                             F.format_string("sent to %s with delay level %d; consumer_send_back(%d, 0, %d) gives %s",
+                                             "target", "delay_level", F.col("reconsume_times") - 1,
+                                             F.coalesce("max_reconsume_times", F.lit(16)), "fate").alias("reason")))
+            # (b) per (msg_id, retry topic, count), the k-th sendback pairs with the k-th put of the copy after the
+            # first of those sendbacks; a pair whose sendback has a level (>= 1) stores no earlier than its delay.
+            copy = ["trace_id", "target", "msg_id", "reconsume_times"]
+            to_retry = (sb.where(F.col("target") == retry_topic)
+                        .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("seq"))))
+            firsts = to_retry.groupBy(*copy).agg(F.min("seq").alias("first_sb"))
+            puts = (self.kind("store.put").where(F.col("topic").startswith(RETRY))
+                    .select("trace_id", F.col("topic").alias("target"), "msg_id", "reconsume_times",
+                            F.col("seq").alias("put_seq"), F.col("ts_ms").alias("put_ts"))
+                    .join(firsts, copy).where(F.col("put_seq") > F.col("first_sb"))
+                    .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("put_seq")))
+                    .drop("first_sb"))
+            stored = to_retry.join(puts, [*copy, "k"]).where(F.col("delay_level") >= 1)
+            delay = F.pandas_udf(_delays, "bigint")
+            early = (stored.withColumn("level", F.least("delay_level", F.lit(18)))
+                     .withColumn("delay", delay("level"))
+                     .where(F.col("put_ts") < F.col("ts_ms") + F.col("delay"))
+                     .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
+                             "put_seq", F.format_string(
+                                 "its retry copy was stored (seq %d) %d ms after it; level %d needs %d ms",
+                                 "put_seq", F.col("put_ts") - F.col("ts_ms"), "level", "delay").alias("reason")))
+            out = wrong.unionByName(early, allowMissingColumns=True)
+        dead = (self.kind("consume.deliver").where(F.col("topic") == F.concat(F.lit(DLQ), F.col("group")))
+                .select("trace_id", "seq", "group", "msg_id", "node", "topic",
+                        F.lit("delivered from the group's dead-letter topic").alias("reason")))
+        out = dead if out is None else out.unionByName(dead, allowMissingColumns=True)
+        return self.result(name, self.persist(_one_per_row(out)))
+
+
+CHECKS: dict[str, Callable[[_Checker], InvariantResult]] = {
+    "no_lost_message": _Checker.no_lost_message,
+    "duplicates_allowed": _Checker.duplicates_allowed,
+    "offset_no_regression": _Checker.offset_no_regression,
+    "offset_not_past_unconsumed": _Checker.offset_not_past_unconsumed,
+    "single_owner": _Checker.single_owner,
+    "pull_oracle": _Checker.pull_oracle,
+    "send_retry": _Checker.send_retry,
+    "transaction": _Checker.transaction,
+    "retry_delay_dlq": _Checker.retry_delay_dlq,
+}
+
+
+#: Below this many events a trace is small: one shuffle partition and no adaptive re-planning, whose per-stage
+#: overhead dominates the checks of small traces.
+SMALL = 200_000
+
+
+def _configure(spark: SparkSession, events: int) -> None:
+    """Shuffle partitions sized to the trace: one for small traces, about one per 500k rows (at least one per core)
+    with adaptive execution for large ones."""
+    par = spark.sparkContext.defaultParallelism
+    small = events < SMALL
+    spark.conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
+    # Compiling generated code costs more than it saves on a few thousand rows.
+    spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
+    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
+    spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(max(2 * par, min(400, -(-events // 500_000)))))
+
+
+def check_spark(source: str | Path, master: str | None = None, *,
+                only: Iterable[str] | None = None) -> Report:
+    """Check every invariant of ``invariants.INVARIANTS`` on the trace at ``source`` with Spark.
+
+    ``master`` is any Spark master URL (default ``local[*]``; an existing session, e.g. under spark-submit, is
+    reused). ``only`` restricts the run to the named invariants (the report then lists those). Raises
+    :class:`~rocketspec.traces.schema.SchemaError` for a missing or empty path and for rows that break the schema.
+    """
+    started = time.monotonic()
+    spark = spark_session(master, small=_small_input(source))
+    names = [i.name for i in inv.INVARIANTS if only is None or i.name in set(only)]
+    ev, kinds, traces = load(spark, source)
+    events = sum(kinds.values())
+    _configure(spark, events)
+    checker = _Checker(spark, ev, kinds, traces)
+    threads = max(1, int(os.environ.get("ROCKETSPEC_SPARK_THREADS", "2")))
+    try:
+        if threads == 1:
+            results = tuple(CHECKS[name](checker) for name in names)
+        else:
+            # Jobs of several invariants at once: one invariant's planning and single-task stages leave cores idle
+            # that another's tasks can use.
+            with ThreadPoolExecutor(threads, thread_name_prefix="rocketspec-check") as pool:
+                results = tuple(pool.map(lambda name: CHECKS[name](checker), names))
+    finally:
+        checker.release()
+        ev.unpersist()
+    return Report(str(source), ENGINE, events, traces, results, time.monotonic() - started)
