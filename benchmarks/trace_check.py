@@ -26,7 +26,7 @@ MANIFEST = "_trace.json"
 
 def ensure_data(data: Path, shards: int, per_shard: int, seed: int, faults: str, jobs: int) -> list[Path]:
     """The shard partition directories, generating the trace if it is missing or too small."""
-    parts = sorted(data.glob("trace_id=*"))
+    parts = _partitions(data)
     if len(parts) >= shards:
         return parts
     if data.exists():
@@ -41,16 +41,24 @@ def ensure_data(data: Path, shards: int, per_shard: int, seed: int, faults: str,
     took = time.perf_counter() - start
     print(f"generated in {took:.0f} s ({shards * per_shard / took:,.0f} events/s with {jobs} processes)",
           file=sys.stderr)
+    return _partitions(data)
+
+
+def _partitions(data: Path) -> list[Path]:
+    """The shard partitions ``trace_id=s<seed>-<k>`` in shard order."""
     return sorted(data.glob("trace_id=*"), key=lambda p: int(p.name.rsplit("-", 1)[-1]))
 
 
 def subset(parts: list[Path], count: int, where: Path) -> Path:
-    """A directory of symlinks to the first ``count`` shard partitions."""
+    """A directory with the first ``count`` shard partitions, their files hard-linked (readers do not follow
+    directory symlinks)."""
     if where.exists():
         shutil.rmtree(where)
     where.mkdir(parents=True)
     for part in parts[:count]:
-        (where / part.name).symlink_to(part.resolve(), target_is_directory=True)
+        (where / part.name).mkdir()
+        for file in part.iterdir():
+            os.link(file, where / part.name / file.name)
     return where
 
 

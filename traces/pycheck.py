@@ -315,7 +315,13 @@ class _Trace:
         self.retry_reported: set[int] = set()
         self.retry_pairs: dict[tuple[str, str, int], tuple[list[tuple[int | None, dict[str, Any]]],
                                                            list[tuple[int, int]]]] = {}
-        self.handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+
+    # The pass --------------------------------------------------------------------------------------------------
+
+    def run(self, rows: Iterable[dict[str, Any]]) -> int:
+        # A local table, not an attribute: bound methods in an attribute would make each trace a reference cycle,
+        # which check_python (the cycle collector off) would keep alive until the end of the whole run.
+        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "send.attempt": self.send_attempt, "send.result": self.send_result, "route.update": self.route_update,
             "rebalance.assign": self.rebalance_assign, "pull.request": self.pull_request,
             "pull.response": self.pull_response,
@@ -325,11 +331,6 @@ class _Trace:
             "txn.check": self.txn_check, "broker.restart": self.broker_restart, "fault.inject": self.fault_inject,
             "client.lifecycle": self.client_lifecycle, "trace.end": self.trace_end,
         }
-
-    # The pass --------------------------------------------------------------------------------------------------
-
-    def run(self, rows: Iterable[dict[str, Any]]) -> int:
-        handlers = self.handlers
         kinds = self.kinds
         for row in rows:
             kind = row["kind"]
