@@ -48,7 +48,7 @@ from rocketspec.traces.invariants import (
 Row = dict[str, Any]
 
 #: The cause names allowed duplicates and regressions are counted under (invariants.CAUSES, in its order).
-STORED_TWICE, REBALANCE, CLIENT, OFFSET_ILLEGAL, BROKER_RESTART, FAULT, DELETION = CAUSES
+STORED_TWICE, REBALANCE, CLIENT, OFFSET_ILLEGAL, BROKER_RESTART, FAULT, DELETION, SHARED_QUEUE = CAUSES
 
 # The cast of the healthy run.
 GROUP = "G"
@@ -614,14 +614,44 @@ def _duplicate_other_group_disturbed() -> list[Row]:
     return d.rows()
 
 
+def _consumed_by_both(b: TraceBuilder) -> None:
+    """m8 is stored on broker-a:0 and consumed successfully by c1, then by c2 (a duplicate)."""
+    _produce(b, "m8", BROKER_A)
+    offset = b.max_offset(TOPIC, BROKER_A, 0) - 1
+    b.pull(C1, GROUP, TOPIC, BROKER_A, 0, offset, label="pull:a0:m8:c1")
+    b.consume(C1, GROUP, TOPIC, BROKER_A, 0, offset, "CONSUME_SUCCESS", label="m8:c1")
+    b.pull(C2, GROUP, TOPIC, BROKER_A, 0, offset, label="pull:a0:m8:c2")
+    b.consume(C2, GROUP, TOPIC, BROKER_A, 0, offset, "CONSUME_SUCCESS", label="m8:c2")
+
+
+def _disagreeing_c2(b: TraceBuilder) -> None:
+    """c2's view disagrees (it sees itself alone, as after a heartbeat lost to a restarted broker): AVG gives it
+    both queues while c1 keeps broker-a:0, so broker-a:0 is a shared queue of G."""
+    b.assign(C2, GROUP, TOPIC, [C2], all_queues=[QA, QB], expression="*", label="assign:c2:alone")
+
+
+def _duplicate_shared_before() -> list[Row]:
+    """broker-a:0 is shared while c2's view disagrees, but c2 rebalances back to broker-b:0 before m8 is stored:
+    when c2 consumes m8 again after c1's success, the queue is not shared any more and nothing disturbed G."""
+    def tail(b: TraceBuilder) -> None:
+        _disagreeing_c2(b)
+        b.assign(C2, GROUP, TOPIC, [C1, C2], all_queues=[QA, QB], expression="*", label="assign:c2:agree")
+        _consumed_by_both(b)
+    return _rows_of("violates-duplicates_allowed/shared_before", tail=tail)
+
+
 # offset_no_regression -------------------------------------------------------------------------------------------
 
 def _regression_without_cause() -> list[Row]:
-    """broker-a:0's committed offset goes 3, 4, then back to 3 with no disturbance since it was 3."""
+    """broker-a:0's committed offset goes 3, 4, 5, then back to 4 with no disturbance since it was last below 4
+    (3) and the queue owned by c1 alone."""
     d = _draft("violates-offset_no_regression/back_without_cause")
     last = d.row("pull:a0:4:commit")
+    # Inserted after the same row, so they appear in the order 5, 4.
     d.insert("pull:a0:4:client", "offset.commit", BROKER_A, group=GROUP, topic=TOPIC, broker=BROKER_A,
-             queue_id=0, offset=3, previous=last["offset"])
+             queue_id=0, offset=4, previous=last["offset"] + 1)
+    d.insert("pull:a0:4:client", "offset.commit", BROKER_A, group=GROUP, topic=TOPIC, broker=BROKER_A,
+             queue_id=0, offset=5, previous=last["offset"])
     return d.rows()
 
 
@@ -997,6 +1027,30 @@ def _allowed_regression_after_offset_illegal() -> list[Row]:
     return _rows_of("allowed-regression_after_offset_illegal", tail=tail)
 
 
+def _allowed_duplicate_shared_queue() -> list[Row]:
+    """c2's view disagrees before m8 is stored, so c1 and c2 both list broker-a:0 and both consume m8: a duplicate
+    with no disturbance since m8's store.put, put down to the shared queue."""
+    def tail(b: TraceBuilder) -> None:
+        _disagreeing_c2(b)
+        _consumed_by_both(b)
+    return _rows_of("allowed-duplicate_shared_queue", tail=tail)
+
+
+def _allowed_regression_wider_window() -> list[Row]:
+    """broker-a:0's committed offset is 3, then 4; an injected fault; m8 stored, 4 again, m8 consumed and 5; then a
+    stale 4 lands (an old owner's late persist). Since the last 4 nothing happened, but since the offset was last
+    below 4 (3) the fault did: allowed."""
+    def tail(b: TraceBuilder) -> None:
+        b.fault(BROKER_A, int(ResponseCode.SYSTEM_ERROR), "error", detail="a request to broker-a fails",
+                label="fault:late")
+        _produce(b, "m8", BROKER_A)
+        b.pull(C1, GROUP, TOPIC, BROKER_A, 0, 4, commit_offset=4, label="pull:a0:4:again")
+        b.consume(C1, GROUP, TOPIC, BROKER_A, 0, 4, "CONSUME_SUCCESS", label="m8")
+        b.pull(C1, GROUP, TOPIC, BROKER_A, 0, 5, commit_offset=5, label="pull:a0:5")
+        b.commit(BROKER_A, GROUP, TOPIC, 0, 4, label="commit:a0:4:stale")
+    return _rows_of("allowed-regression_wider_window", tail=tail)
+
+
 def _allowed_txn_double_commit() -> list[Row]:
     """t1 is checked after its commit and the answer commits it again: two END_TRANSACTIONs, two resolutions and
     two copies of m6 (TXN-11); the second copy is consumed again (a duplicate stored twice)."""
@@ -1095,6 +1149,17 @@ def _allowed_same_broker_no_other_writable() -> list[Row]:
     return d.rows()
 
 
+def _allowed_route_arrived_during_send() -> list[Row]:
+    """m1 starts when the route offers only broker-b for writing; broker-a becomes writable while attempt 1 is in
+    flight, and the retry goes to broker-b again: a send selects from the publish info it started with."""
+    d = _draft("allowed-route_arrived_during_send")
+    d.set("route", queues=[f"{BROKER_A}:0:4", f"{BROKER_B}:0:6"])
+    d.set("attempt:m1:1", broker=BROKER_B)
+    d.set("result:m1:1", broker=BROKER_B)
+    d.insert("attempt:m1:1", "route.update", PRODUCER, topic=TOPIC, queues=[f"{BROKER_A}:0:6", f"{BROKER_B}:0:6"])
+    return d.rows()
+
+
 def _allowed_check_max_zero() -> list[Row]:
     """transactionCheckMax 0 still allows the first check (max(check_max, 1))."""
     d = _draft("allowed-check_max_zero")
@@ -1154,6 +1219,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "no_lost_message/dlq_copy_missing": _lost_dlq_copy_missing,
     "duplicates_allowed/no_cause": _duplicate_without_cause,
     "duplicates_allowed/other_group_disturbed": _duplicate_other_group_disturbed,
+    "duplicates_allowed/shared_before": _duplicate_shared_before,
     "offset_no_regression/back_without_cause": _regression_without_cause,
     "offset_not_past_unconsumed/commit_before_success": _commit_before_success,
     "offset_not_past_unconsumed/commit_before_sendback": _commit_before_sendback,
@@ -1186,6 +1252,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
 
 #: Variants that look suspicious but violate nothing.
 ALLOWED: dict[str, Callable[[], list[Row]]] = {
+    "route_arrived_during_send": _allowed_route_arrived_during_send,
     "duplicate_after_rebalance": _allowed_duplicate_after_rebalance,
     "duplicate_stored_twice": _allowed_duplicate_stored_twice,
     "regression_after_offset_illegal": _allowed_regression_after_offset_illegal,
@@ -1212,6 +1279,8 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "retry_put_before_send_back": _allowed_retry_put_before_send_back,
     "client_send_back_reports": _allowed_client_send_back_reports,
     "check_after_other_broker_discard": _allowed_check_after_other_broker_discard,
+    "duplicate_shared_queue": _allowed_duplicate_shared_queue,
+    "regression_wider_window": _allowed_regression_wider_window,
 }
 
 #: The allowed tallies of the healthy run: its one duplicate, after c2's crash and restart.
@@ -1228,6 +1297,8 @@ ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "unsettled_undelivered": {"no_lost_message": {SKIPPED: 1}},
     "deleted_before_delivery": {"no_lost_message": {EXEMPT_DELETED: 1}},
     "duplicate_retry_copy_stored_twice": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}},
+    "duplicate_shared_queue": {"duplicates_allowed": {CLIENT: 1, SHARED_QUEUE: 1}},
+    "regression_wider_window": {"offset_no_regression": {FAULT: 1}},
 }
 
 #: Per violating variant, the allowed counts that differ from the healthy run's: c2's restart assignment changes
@@ -1254,7 +1325,8 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "no_lost_message/dlq_copy_missing": (_at("store.put", msg_id="m5", topic=TOPIC),),
     "duplicates_allowed/no_cause": (_at("consume.result", -1, msg_id="m2"),),
     "duplicates_allowed/other_group_disturbed": (_at("consume.result", -1, msg_id="m2"),),
-    "offset_no_regression/back_without_cause": (_at("offset.commit", -1, topic=TOPIC, broker=BROKER_A, offset=3),),
+    "duplicates_allowed/shared_before": (_at("consume.result", -1, msg_id="m8"),),
+    "offset_no_regression/back_without_cause": (_at("offset.commit", -1, topic=TOPIC, broker=BROKER_A, offset=4),),
     "offset_not_past_unconsumed/commit_before_success": (_at("offset.commit", topic=TOPIC, broker=BROKER_A,
                                                              offset=1),),
     "offset_not_past_unconsumed/commit_before_sendback": (_at("offset.commit", 0, topic=TOPIC, broker=BROKER_A,

@@ -17,6 +17,10 @@ rules use are defined once here (``docs/traces.md`` explains them with examples)
   ``pull.response`` of G with status ``OFFSET_ILLEGAL``), ``broker_restart``, ``fault`` (any ``fault.inject``),
   ``deletion`` (any ``store.delete``). Every rule is per trace (``trace_id``); ``seq`` orders rows within one.
 * a ``pull.response`` is **broker-side** when ``node == broker``, else client-side.
+* **shared queue of group G at seq x**: a queue ``(topic, broker, queue_id)`` is one when two or more nodes of G whose
+  last ``client.lifecycle`` of G before x (if any) is not shutdown or crash have, as their latest
+  ``rebalance.assign`` of G for that topic before x, a ``queues`` list containing ``'broker:queue_id'`` (consumers
+  whose views disagree own it together: cause ``shared_queue``).
 """
 
 from __future__ import annotations
@@ -47,8 +51,12 @@ class Invariant:
 
 SUCCESS_STATUSES = frozenset({"CONSUME_SUCCESS", "SUCCESS", "COMMIT"})
 BROADCASTING = "BROADCASTING"
-#: Disturbance causes, in the order a duplicate or a regression is attributed to them.
-CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "broker_restart", "fault", "deletion")
+#: The cause of a duplicate or regression whose queue is a shared queue of the group at its seq.
+SHARED_QUEUE = "shared_queue"
+#: The causes allowed duplicates and regressions are counted under, in the order they are attributed: the
+#: disturbance causes, between stored_twice (a duplicate's own) and shared_queue (a state at the row's seq).
+CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "broker_restart", "fault", "deletion",
+          SHARED_QUEUE)
 #: sendback ``via`` values that take the message out of the consumer (a copy was stored).
 SENT_BACK_VIAS = frozenset({"broker", "client"})
 #: Count names results use besides the CAUSES: unsettled traces skipped by no_lost_message, due copies exempt by a
@@ -117,8 +125,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A duplicate is a consume.result of group G for msg_id m whose seq is after G's first success for m. Its "
         "cause, the first that applies: stored_twice (m has more than one store.put in user topics, or two "
         "store.put rows in %RETRY%<G> with the same reconsume_times), else a disturbance of G in (origin, seq of "
-        "the duplicate), origin being the seq of m's first store.put in a user topic (0 if none). Allowed "
-        "duplicates are counted per cause; one without a cause is a violation.",
+        "the duplicate), origin being the seq of m's first store.put in a user topic (0 if none), else shared_queue "
+        "when the duplicate's queue (topic, broker, queue_id of the consume.result) is a shared queue of G at the "
+        "duplicate's seq. Allowed duplicates are counted per cause; one without a cause is a violation.",
     ),
     Invariant(
         "offset_no_regression",
@@ -130,8 +139,11 @@ INVARIANTS: tuple[Invariant, ...] = (
         "be the seq of the latest earlier commit of the key whose offset is <= this one's (0 if none). The commit "
         "is a regression when some commit of the key lies in (s, seq) (all of those are higher: the value rose "
         "above this one and came back; re-committing the same value is not a regression). A regression is allowed "
-        "only when there is a disturbance of the group in (s, seq): something must have happened since the value "
-        "was last this low. Allowed regressions are counted per cause.",
+        "when there is a disturbance of the group in (s', seq), s' being the seq of the latest earlier commit of "
+        "the key whose offset is strictly lower than this one's (0 if none): something must have happened since the "
+        "value was last below this one; or else when the key's queue is a shared queue of the group at the commit's "
+        "seq (cause shared_queue). Allowed regressions are counted per cause (the first disturbance cause in CAUSES "
+        "order, else shared_queue); one with neither is a violation.",
     ),
     Invariant(
         "offset_not_past_unconsumed",
@@ -184,8 +196,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "ts_ms(k) - ts_ms(1) satisfies send_retry.attempt_within_budget(elapsed, timeout_ms) (default 3000). (d) "
         "In SYNC mode (selector sends make one attempt there; ASYNC retries of selector sends keep their broker) "
         "with latency_fault false or null, attempt k > 1 goes to another broker than attempt k-1 whenever the "
-        "node's latest route.update for the topic before attempt k lists a writable queue (perm & 2) on another "
-        "broker (SEND-13, SEND-20).",
+        "node's latest route.update for the topic before attempt 1 of the send lists a writable queue (perm & 2) "
+        "on another broker (SEND-13, SEND-20): a send selects from the publish info it found when it started "
+        "(tryToFindTopicPublishInfo runs once per send), so a route arriving during the send does not count.",
     ),
     Invariant(
         "transaction",

@@ -30,7 +30,7 @@ import functools
 import gc
 import os
 import time
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import lru_cache
@@ -51,6 +51,7 @@ from rocketspec.traces.invariants import (
     INVARIANTS,
     MAX_SAMPLES,
     SENT_BACK_VIAS,
+    SHARED_QUEUE,
     SUCCESS_STATUSES,
     TXN_COMMITTED,
     TXN_ROLLED_BACK,
@@ -80,7 +81,8 @@ _SAMPLE_COLUMNS = (
 _NO_LOST, _DUPLICATES, _REGRESSION, _UNCONSUMED, _SINGLE_OWNER, _PULL, _SEND, _TXN, _RETRY = (
     i.name for i in INVARIANTS
 )
-_DISTURBANCES = CAUSES[1:]  # stored_twice is a duplicate's own cause, not a disturbance
+# stored_twice is a duplicate's own cause and shared_queue a state at one seq: neither is a disturbance.
+_DISTURBANCES = tuple(c for c in CAUSES if c not in ("stored_twice", SHARED_QUEUE))
 _GROUP_CAUSES = ("rebalance", "client", "offset_illegal")
 _GONE = frozenset({"shutdown", "crash"})
 _CHECKED_STRATEGIES = frozenset({"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"})
@@ -277,7 +279,7 @@ class _Trace:
         self.deleted: dict[tuple[str, str, int], int] = {}
         # duplicates_allowed: (group, msg) -> first success seq; msg -> user-topic puts, the first one's seq, ...
         self.first_success: dict[tuple[str, str], int] = {}
-        self.duplicates: list[dict[str, Any]] = []
+        self.duplicates: list[tuple[dict[str, Any], bool]] = []  # (row, its queue shared at its seq)
         self.user_puts: dict[str, list[Any]] = {}  # msg -> [count, seq, kind, topic, broker, queue_id, offset]
         self.retry_puts: set[tuple[str, str, int | None]] = set()
         self.stored_twice: set[tuple[str, str]] = set()
@@ -354,6 +356,16 @@ class _Trace:
                     return cause
         return None
 
+    def shared_queue(self, group: str, topic: str, broker: str, queue_id: int) -> bool:
+        """Whether the queue is a shared queue of ``group`` now (at the seq of the row being handled): two or more
+        live consumers of the group list it in their latest rebalance.assign of the topic."""
+        key = (group, topic)
+        live = self.live.get(key)
+        if not live or len(live) < 2:
+            return False
+        queue, view = f"{broker}:{queue_id}", self.views[key]
+        return sum(queue in view[n][2] for n in live) >= 2
+
     # Producers ---------------------------------------------------------------------------------------------------
 
     def send_attempt(self, row: dict[str, Any]) -> None:
@@ -373,8 +385,11 @@ class _Trace:
         elif attempt > limit:
             reasons.append(f"attempt {attempt} > attempt_limit {limit} (SEND-1)")
         state = self.sends.get(key)
+        # The publish info a send selects from is fixed when it starts (tryToFindTopicPublishInfo runs once per
+        # send), so retries are judged against the route as of attempt 1, not a route that arrived meanwhile.
+        route = self.routes.get((row["node"], row["topic"]), frozenset())
         if attempt == 1:
-            self.sends[key] = [1, row["ts_ms"], row["broker"], False]
+            self.sends[key] = [1, row["ts_ms"], row["broker"], False, route]
         else:
             follows = state is not None and state[0] == attempt - 1
             if not follows:
@@ -395,7 +410,7 @@ class _Trace:
                         reasons.append(f"attempt {attempt} starts {elapsed} ms into the send, budget {timeout} ms "
                                        f"(SEND-2)")
                 if mode == "SYNC" and follows and not row.get("latency_fault") and row["broker"] == state[2]:
-                    writable = self.routes.get((row["node"], row["topic"]), frozenset())
+                    writable = state[4]
                     if writable - {state[2]}:
                         reasons.append(f"attempt {attempt} retries broker {state[2]} although the route has a "
                                        f"writable queue on {', '.join(sorted(writable - {state[2]}))} (SEND-13)")
@@ -404,7 +419,7 @@ class _Trace:
                 state[3] = False
             else:
                 # No attempt 1 to hang on: the numbering is broken already; later attempts follow this one.
-                self.sends[key] = [attempt, row["ts_ms"], row["broker"], False]
+                self.sends[key] = [attempt, row["ts_ms"], row["broker"], False, route]
         if reasons:
             self.violation(_SEND, row, "; ".join(reasons))
 
@@ -572,7 +587,7 @@ class _Trace:
         key = (group, msg)
         success = row["status"] in SUCCESS_STATUSES
         if key in self.first_success:
-            self.duplicates.append(row)
+            self.duplicates.append((row, self.shared_queue(group, row["topic"], row["broker"], row["queue_id"])))
         elif success:
             self.first_success[key] = row["seq"]
         if success:
@@ -648,12 +663,15 @@ class _Trace:
         # The previous commit is the top of the stack: when it is higher, the latest commit <= this one (s) lies
         # before it, so a commit lies in (s, seq): a regression.
         if offsets and offsets[-1] > offset:
-            i = bisect_right(offsets, offset)
+            # s' (the latest earlier commit strictly lower) is on the stack too: every later commit is >= this one.
+            i = bisect_left(offsets, offset)
             since = seqs[i - 1] if i else 0
             cause = self.disturbance(group, since, seq)
+            if cause is None and self.shared_queue(group, key[1], key[2], key[3]):
+                cause = SHARED_QUEUE
             self.regressions.append((group, cause, None if cause else _sample(
                 self.trace_id, row, f"offset {offset} after {offsets[-1]} with no disturbance since seq {since}, "
-                f"when it was last this low (OFF-8)", since=since)))
+                f"when it was last below it, and its queue not shared (OFF-8)", since=since)))
         while offsets and offsets[-1] >= offset:
             offsets.pop()
             seqs.pop()
@@ -768,7 +786,7 @@ class _Trace:
         self.finish_lost(broadcast)
         # duplicates_allowed
         counts = t[_DUPLICATES].counts
-        for row in self.duplicates:
+        for row, shared in self.duplicates:
             group, msg = row["group"], row["msg_id"]
             if broadcast(group):
                 continue
@@ -777,10 +795,11 @@ class _Trace:
                 counts["stored_twice"] += 1
                 continue
             origin = 0 if puts is None else puts[1]
-            cause = self.disturbance(group, origin, row["seq"])
+            cause = self.disturbance(group, origin, row["seq"]) or (SHARED_QUEUE if shared else None)
             if cause is None:
                 self.violation(_DUPLICATES, row, f"consumed again after the success at seq "
-                                                 f"{self.first_success[(group, msg)]} with no cause since seq {origin}",
+                                                 f"{self.first_success[(group, msg)]} with no cause since seq {origin} "
+                                                 f"and its queue not shared",
                                first_success=self.first_success[(group, msg)])
             else:
                 counts[cause] += 1

@@ -52,7 +52,7 @@ KEY = ("trace_id", "group", "topic", "broker", "queue_id")  # a group's queue
 QUEUE = ("trace_id", "topic", "broker", "queue_id")
 GROUP_CAUSES = ("rebalance", "client", "offset_illegal")  # disturbances of one group
 GLOBAL_CAUSES = ("broker_restart", "fault", "deletion")  # disturbances of every group of the trace
-DISTURBANCES = tuple(c for c in inv.CAUSES if c != "stored_twice")
+DISTURBANCES = tuple(c for c in inv.CAUSES if c not in ("stored_twice", inv.SHARED_QUEUE))
 STOPPED = ("shutdown", "crash")  # client.lifecycle actions after which a node is not a live consumer
 SCAN_STATUSES = ("FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL")  # PULL-25
 OWNED_STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
@@ -776,6 +776,49 @@ class _Checker:
             out = out.select(*cols, *[F.lit(None).cast("bigint").alias(f"_L_{c}") for c in GLOBAL_CAUSES])
         return out
 
+    def with_shared_queue(self, out: DataFrame) -> DataFrame:
+        """``out`` (rows with trace_id, seq, group, topic, broker, queue_id and ``_cause``) with ``_cause`` set to
+        shared_queue where it is null and the row's queue is a shared queue of its group at its seq: two or more
+        nodes of the group, live (last client.lifecycle of the group before the row not shutdown or crash), list
+        the queue in their latest rebalance.assign of the topic before the row."""
+        out = self.persist(out)
+        candidates = out.where(F.col("_cause").isNull()).select("trace_id", "seq", "group", "topic", "broker",
+                                                                 "queue_id")
+        if not self.has("rebalance.assign") or not candidates.take(1):
+            return out
+        candidates = self.persist(candidates)
+        where = candidates.select("trace_id", "group", "topic").distinct()
+        assigns = (self.kind("rebalance.assign").join(F.broadcast(where), ["trace_id", "group", "topic"], "left_semi")
+                   .select("trace_id", "group", "topic", "node", "seq", "queues", F.lit(None).cast("string")
+                           .alias("action")))
+        # A node's lifecycle rows of the group count for every topic it has an assignment of.
+        topics = assigns.select("trace_id", "group", "node", "topic").distinct()
+        lifecycles = (self.kind("client.lifecycle").select("trace_id", "group", "node", "seq", "action")
+                      .join(topics, ["trace_id", "group", "node"])
+                      .select("trace_id", "group", "topic", "node", "seq", F.lit(None).cast("array<string>")
+                              .alias("queues"), "action"))
+        # The state after each of the node's rows holds until its next row: (seq, next seq) with its latest queues
+        # and whether its latest lifecycle leaves it live.
+        w = Window.partitionBy("trace_id", "group", "topic", "node").orderBy("seq")
+        upto = w.rowsBetween(_U, Window.currentRow)
+        states = (assigns.unionByName(lifecycles)
+                  .select("trace_id", "group", "topic", "node", F.col("seq").alias("lo"),
+                          F.lead("seq").over(w).alias("hi"),
+                          F.last("queues", ignorenulls=True).over(upto).alias("owned"),
+                          F.last("action", ignorenulls=True).over(upto).alias("last_action"))
+                  .where(F.col("owned").isNotNull()
+                         & (F.col("last_action").isNull() | ~F.col("last_action").isin(list(STOPPED))))
+                  .select("trace_id", "group", "topic", "node", "lo", "hi", F.explode(F.array_distinct("owned"))
+                          .alias("queue")))
+        keyed = candidates.withColumn("queue", F.concat_ws(":", "broker", F.col("queue_id").cast("string")))
+        shared = (keyed.join(states, ["trace_id", "group", "topic", "queue"])
+                  .where((F.col("lo") < F.col("seq")) & (F.col("hi").isNull() | (F.col("seq") < F.col("hi"))))
+                  .groupBy("trace_id", "seq").agg(F.countDistinct("node").alias("_owners"))
+                  .where(F.col("_owners") >= 2).select("trace_id", "seq", F.lit(True).alias("_shared")))
+        return (out.join(shared, ["trace_id", "seq"], "left")
+                .withColumn("_cause", F.coalesce("_cause", F.when(F.col("_shared"), F.lit(inv.SHARED_QUEUE))))
+                .drop("_shared"))
+
     def result(self, name: str, violations: DataFrame | None, counts: dict[str, int] | None = None,
                n: int | None = None) -> InvariantResult:
         """Count ``violations`` (rows with trace_id, seq, reason and key columns) and keep the first samples."""
@@ -883,9 +926,10 @@ class _Checker:
         out = rows.select(
             "trace_id", "seq", "group", "msg_id", "node", "topic", "broker", "queue_id", "offset", "status",
             "first_success", "origin", _first_cause(flags).alias("_cause"),
-            F.format_string("consume.result after the group's first success (seq %d) with no stored_twice and no "
-                            "disturbance of the group in (%d, %d)", "first_success", "origin", "seq").alias("reason"))
-        return self.classified(name, out)
+            F.format_string("consume.result after the group's first success (seq %d) with no stored_twice, no "
+                            "disturbance of the group in (%d, %d) and its queue not shared", "first_success",
+                            "origin", "seq").alias("reason"))
+        return self.classified(name, self.with_shared_queue(out))
 
     def offset_no_regression(self) -> InvariantResult:
         name = "offset_no_regression"
@@ -903,17 +947,17 @@ class _Checker:
         sub = self.with_last_disturbances(sub).repartition(*key)
         for c in DISTURBANCES:
             # Commits after the last c-disturbance before this one: those with seq in (_L_c, seq). The latest commit
-            # with offset <= this one (s) lies there exactly when their minimum offset is <= this one.
+            # with an offset strictly lower than this one (s') lies there exactly when their minimum offset is lower.
             epoch = Window.partitionBy(*key, f"_L_{c}").orderBy("seq").rowsBetween(_U, -1)
             sub = sub.withColumn(f"_M_{c}", F.min("offset").over(epoch))
         sub = sub.where(F.col("offset") < F.col("previous"))
-        flags = [(c, (F.col(f"_L_{c}") > 0) & (F.col(f"_M_{c}").isNull() | (F.col(f"_M_{c}") > F.col("offset"))))
+        flags = [(c, (F.col(f"_L_{c}") > 0) & (F.col(f"_M_{c}").isNull() | (F.col(f"_M_{c}") >= F.col("offset"))))
                  for c in DISTURBANCES]
         out = sub.select(
             *key, "seq", "offset", "previous", "node", _first_cause(flags).alias("_cause"),
             F.format_string("committed offset %d after %d with no disturbance of the group since the offset was last "
-                            "this low", "offset", "previous").alias("reason"))
-        return self.classified(name, out)
+                            "below it and its queue not shared", "offset", "previous").alias("reason"))
+        return self.classified(name, self.with_shared_queue(out))
 
     def offset_not_past_unconsumed(self) -> InvariantResult:
         name = "offset_not_past_unconsumed"
@@ -1038,6 +1082,9 @@ class _Checker:
                     .withColumn("rn", rn)
                     .withColumn("start_rn", F.last(F.when(F.col("attempt") == 1, F.col("rn")), True).over(running))
                     .withColumn("start_ts", F.last(F.when(F.col("attempt") == 1, F.col("ts_ms")), True).over(running))
+                    .withColumn("start_seq", F.coalesce(
+                        F.last(F.when(F.col("attempt") == 1, F.col("seq")), True).over(running),
+                        F.first("seq").over(running)))
                     .withColumn("first_ts", F.first("ts_ms").over(running))
                     .withColumn("prev_broker", F.lag("broker").over(sends))
                     .withColumn("prev_attempt", F.lag("attempt").over(sends))
@@ -1083,11 +1130,13 @@ class _Checker:
             same_broker = F.col("broker") == F.col("prev_broker")
             sync = F.col("mode") == "SYNC"
             cand = (retries.where(sync & ~F.coalesce("latency_fault", F.lit(False)) & same_broker)
-                    .select("trace_id", "node", "topic", "seq", "msg_id", "attempt", "broker"))
+                    .select("trace_id", "node", "topic", "seq", "start_seq", "msg_id", "attempt", "broker"))
             if cand.take(1):
-                u = cand.withColumn("_q", F.lit(True)).unionByName(routes.withColumn("_q", F.lit(False)),
-                                                                   allowMissingColumns=True)
-                wr = Window.partitionBy("trace_id", "node", "topic").orderBy("seq").rowsBetween(_U, -1)
+                # A send selects from the publish info it found when it started (attempt 1): the route as of then.
+                u = (cand.withColumn("_q", F.lit(True)).withColumn("_at", F.col("start_seq"))
+                     .unionByName(routes.withColumn("_q", F.lit(False)).withColumn("_at", F.col("seq")),
+                                  allowMissingColumns=True))
+                wr = Window.partitionBy("trace_id", "node", "topic").orderBy("_at").rowsBetween(_U, -1)
                 u = u.withColumn("route", F.last(F.when(~F.col("_q"), F.col("queues")), True).over(wr)).where("_q")
                 perm = F.regexp_extract
                 other = F.exists("route", lambda q: (perm(q, r"^(.*):(-?\d+):(-?\d+)$", 1) != F.col("broker"))
