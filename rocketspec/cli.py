@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rocketspec import __version__
+from rocketspec.argtypes import positive_float, positive_int
 from rocketspec.spec import AREAS, area_module
 
 
@@ -22,26 +23,6 @@ def _areas(names: Sequence[str]) -> list[str]:
     if unknown:
         raise UsageError(f"unknown area(s) {', '.join(unknown)}; areas are: {', '.join(AREAS)}")
     return list(dict.fromkeys(names)) or list(AREAS)
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
 
 
 def cmd_spec_check(args: argparse.Namespace) -> int:
@@ -179,11 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     check.add_argument("areas", nargs="*", metavar="AREA", help=f"areas to check (default all: {', '.join(AREAS)})")
-    check.add_argument("--crosshair-timeout", type=_positive_float, default=4.0, metavar="SECONDS",
+    check.add_argument("--crosshair-timeout", type=positive_float, default=4.0, metavar="SECONDS",
                        help="CrossHair's time per condition (default 4)")
-    check.add_argument("--max-states", type=_positive_int, default=2_000_000, metavar="N",
+    check.add_argument("--max-states", type=positive_int, default=2_000_000, metavar="N",
                        help="stop exploring an area after N states; an incomplete exploration fails (default 2000000)")
-    check.add_argument("--jobs", type=_positive_int, default=2, metavar="N",
+    check.add_argument("--jobs", type=positive_int, default=2, metavar="N",
                        help="CrossHair processes at once (default 2)")
     check.add_argument("--no-crosshair", action="store_true", help="skip CrossHair")
     check.add_argument("--no-explore", action="store_true", help="skip the bounded explorer")
@@ -233,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="spark (default) or the single-process pure-Python checker")
     tcheck.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
     tcheck.add_argument("--json", action="store_true", help="print the JSON report instead of tables")
-    tcheck.add_argument("--samples", type=_positive_int, default=5, metavar="N",
+    tcheck.add_argument("--samples", type=positive_int, default=5, metavar="N",
                         help="sample violating rows shown per invariant (default 5; the JSON report keeps 20)")
     tcheck.set_defaults(handler=cmd_traces_check)
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import attrs
 
+from rocketspec.argtypes import non_negative_int, positive_int
 from rocketspec.traces.recording import FORMATS, TraceWriteError, write_manifest
 from rocketspec.traces.schema import MANIFEST, SETTLED
 from rocketspec.traces.workload import PROFILES, ShardResult, ShardSpec, run_shard
@@ -251,26 +252,6 @@ def generate(
 
 
 # ----------------------------------------------------------------------------------------------------- command line
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text}")
-    return value
-
-
 def add_parser(subcommands: Any) -> argparse.ArgumentParser:
     """Register ``generate`` on the ``traces`` sub-command parsers; its handler is :func:`cmd_generate`."""
     parser: argparse.ArgumentParser = subcommands.add_parser(
@@ -283,13 +264,13 @@ def add_parser(subcommands: Any) -> argparse.ArgumentParser:
             "manifest. The same arguments give the same traces."
         ),
     )
-    parser.add_argument("--events", type=_positive_int, required=True, metavar="N",
+    parser.add_argument("--events", type=positive_int, required=True, metavar="N",
                         help="about how many events to record in all")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
     parser.add_argument("--force", action="store_true", help="replace the traces of an earlier run in DIR")
-    parser.add_argument("--shards", type=_positive_int, default=1, metavar="K",
+    parser.add_argument("--shards", type=positive_int, default=1, metavar="K",
                         help="independent seeded clusters, one trace each, run in parallel (default 1)")
-    parser.add_argument("--seed", type=_non_negative_int, default=0, metavar="S", help="random seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="random seed (default 0)")
     parser.add_argument("--faults", choices=PROFILES, default="light",
                         help="fault profile: none, light (default) or heavy (also crashes, restarts, deletions)")
     parser.add_argument("--spark", action="store_true", help="run the shards as Spark tasks")
