@@ -32,12 +32,10 @@ increase-only) and show that hypothesis finds a failing program for each.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
-from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -713,25 +711,10 @@ def test_scripted_consumer_behind_deleted_data_is_corrected_forward() -> None:
 # ------------------------------------------------------------------------------------------------------------ mutants
 
 
-@contextlib.contextmanager
-def without_shrinking() -> Iterator[None]:
-    """Run ``hypothesis_finds_failure`` without the shrink phase: a mutant test needs a failure, not the minimal
-    one, and shrinking programs of simulated minutes would take minutes."""
-    previous = settings.default
-    settings.register_profile("stateful-mutant", parent=previous, report_multiple_bugs=False,
-                              phases=[Phase.explicit, Phase.reuse, Phase.generate])
-    settings.load_profile("stateful-mutant")
-    try:
-        yield
-    finally:
-        settings.register_profile("stateful-mutant-restore", parent=previous)
-        settings.load_profile("stateful-mutant-restore")
-
-
 def test_mutant_too_small_corrected_wrong_is_caught() -> None:
     """OFFSET_TOO_SMALL corrected to the requested offset instead of min (PULL-3)."""
     with refimpl_mutant(store_module, "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset,",
-                        "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, offset,"), without_shrinking():
+                        "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, offset,"):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
     assert "PULL-3" in str(failure)
 
@@ -739,7 +722,7 @@ def test_mutant_too_small_corrected_wrong_is_caught() -> None:
 def test_mutant_overflow_badly_to_min_is_caught() -> None:
     """OFFSET_OVERFLOW_BADLY corrected to min (the 4.9.3 rule for min == 0, applied always) (PULL-5)."""
     with refimpl_mutant(store_module, "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset,",
-                        "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, min_offset,"), without_shrinking():
+                        "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, min_offset,"):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
     assert "PULL-5" in str(failure)
 
@@ -749,7 +732,7 @@ def test_mutant_status_code_mapping_swapped_is_caught() -> None:
     with refimpl_mutant(pull_module,
                         "ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND",
                         "ResponseCode.PULL_NOT_FOUND if header.queue_offset != 0 else ResponseCode.PULL_OFFSET_MOVED"
-                        ), without_shrinking():
+                        ):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
     assert "PULL-10" in str(failure) or "PULL-13" in str(failure)
 
@@ -757,6 +740,6 @@ def test_mutant_status_code_mapping_swapped_is_caught() -> None:
 def test_mutant_illegal_fix_increase_only_is_caught() -> None:
     """The OFFSET_ILLEGAL fix stored with increaseOnly = true (PULL-22)."""
     with refimpl_mutant(push_consumer_module, "self.offset_store.update_offset(mq, request.next_offset, False)",
-                        "self.offset_store.update_offset(mq, request.next_offset, True)"), without_shrinking():
+                        "self.offset_store.update_offset(mq, request.next_offset, True)"):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 60, 40)
     assert "PULL-22" in str(failure)

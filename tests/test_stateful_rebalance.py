@@ -32,14 +32,12 @@ finds a failing program for each.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import pytest
-from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -546,21 +544,6 @@ def test_scripted_orderly_group_changes() -> None:
 # ------------------------------------------------------------------------------------------------------------ mutants
 
 
-@contextlib.contextmanager
-def without_shrinking() -> Iterator[None]:
-    """Run ``hypothesis_finds_failure`` without the shrink phase: a mutant test needs a failure, not the minimal
-    one, and shrinking programs of simulated minutes would take minutes."""
-    previous = settings.default
-    settings.register_profile("stateful-mutant", parent=previous, report_multiple_bugs=False,
-                              phases=[Phase.explicit, Phase.reuse, Phase.generate])
-    settings.load_profile("stateful-mutant")
-    try:
-        yield
-    finally:
-        settings.register_profile("stateful-mutant-restore", parent=previous)
-        settings.load_profile("stateful-mutant-restore")
-
-
 class AvgMachine(RebalanceMachine):
     STRATEGIES = ("AVG",)
     ORDERLY = (False,)
@@ -570,8 +553,7 @@ def test_mutant_avg_start_off_by_one_is_caught() -> None:
     """AVG start index off by one for the consumers after the first m % n (REB-3)."""
     with refimpl_mutant(allocate_module, "start = index * size if mod > 0 and index < mod else index * size + mod",
                         "start = index * size if mod > 0 and index <= mod else index * size + mod"):
-        with without_shrinking():
-            failure = hypothesis_finds_failure(AvgMachine, 30, 20)
+        failure = hypothesis_finds_failure(AvgMachine, 30, 20)
     assert "REB-3" in str(failure)
 
 
@@ -581,8 +563,7 @@ def test_mutant_consumer_outside_id_list_gets_queues_is_caught() -> None:
     new = ("        if not _check(consumer_id, mq_all, cid_all):\n            cid_all = sort_consumer_ids([*cid_all, "
            "consumer_id])\n        m, n = len(mq_all)")
     with refimpl_mutant(allocate_module, old, new):
-        with without_shrinking():
-            failure = hypothesis_finds_failure(AvgMachine, 40, 25)
+        failure = hypothesis_finds_failure(AvgMachine, 40, 25)
     assert "REB-2" in str(failure)
 
 
@@ -590,8 +571,7 @@ def test_mutant_unassigned_queue_kept_is_caught() -> None:
     """A queue no longer allocated is not dropped from the table (REB-10)."""
     with refimpl_mutant(rebalance_module, "            if mq not in mq_set:\n                drop = True",
                         "            if mq not in mq_set:\n                drop = False"):
-        with without_shrinking():
-            failure = hypothesis_finds_failure(RebalanceMachine, 30, 20)
+        failure = hypothesis_finds_failure(RebalanceMachine, 30, 20)
     assert "REB-10" in str(failure) or "REB-20" in str(failure)
 
 
@@ -599,8 +579,7 @@ def test_mutant_orderly_adds_queue_without_lock_is_caught() -> None:
     """An orderly consumer adds an allocated queue without taking the broker lock (REB-12, REB-17)."""
     with refimpl_mutant(rebalance_module, "(self.lock(mq) if is_order else _resolved(True))",
                         "(_resolved(True) if is_order else _resolved(True))"):
-        with without_shrinking():
-            failure = hypothesis_finds_failure(OrderlyMachine, 30, 20)
+        failure = hypothesis_finds_failure(OrderlyMachine, 30, 20)
     assert "REB-17" in str(failure) or "REB-16" in str(failure)
 
 
