@@ -18,7 +18,7 @@ Brokers are named ``broker-a``, ``broker-b``, …; every client gets its own cli
 from __future__ import annotations
 
 import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +99,8 @@ class Cluster:
         trace_dir: str | Path | None = None,
         trace_format: str = "parquet",
         trace_id: str | None = None,
+        namesrv_addr: str | None = None,
+        broker_addrs: Sequence[str] | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -107,6 +109,8 @@ class Cluster:
             raise ValueError(f"clock must be one of {', '.join(_CLOCKS)}, not {clock!r}")
         if flush not in ("async", "sync"):
             raise ValueError("flush must be 'async' or 'sync'")
+        if broker_addrs is not None and len(broker_addrs) != brokers:
+            raise ValueError(f"broker_addrs has {len(broker_addrs)} addresses for {brokers} brokers")
         _split_options(BrokerConfig, broker_options, "broker")
         self.runtime: Runtime = SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
         self._seed = seed
@@ -118,7 +122,9 @@ class Cluster:
         if trace_dir is not None:
             self.recorder = self.record(trace_dir, trace_id=trace_id, fmt=trace_format, keep_events=None)
         self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0)
-        self.namesrv_addr = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+        # The addresses brokers register and clients dial; a TCP server binds real ports and passes them in.
+        self.namesrv_addr = namesrv_addr or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+        self._broker_addrs = list(broker_addrs) if broker_addrs is not None else None
         self.namesrv = NameServer(self.runtime, self.network, self.events, self.namesrv_addr)
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._flush = flush
@@ -211,7 +217,7 @@ class Cluster:
     def _broker_config(self, name: str, index: int) -> BrokerConfig:
         return BrokerConfig(
             broker_name=name,
-            addr=f"127.0.0.1:{DEFAULT_BROKER_PORT + 10 * index}",
+            addr=self._broker_addrs[index] if self._broker_addrs else f"127.0.0.1:{DEFAULT_BROKER_PORT + 10 * index}",
             flush=self._flush,
             **self._broker_options,
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rocketspec import __version__
 from rocketspec.argtypes import positive_float, positive_int
+from rocketspec.serving import ServeError
 from rocketspec.spec import AREAS, area_module
 
 
@@ -225,6 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tschema.add_argument("--markdown", action="store_true", help="print Markdown (docs/traces.md embeds it)")
     tschema.set_defaults(handler=cmd_traces_schema)
+
+    from rocketspec import serving
+
+    serving.add_parsers(commands)
     return parser
 
 
@@ -234,6 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except UsageError as exc:
+        print(f"rocketspec: error: {exc}", file=sys.stderr)
+        return 2
+    except ServeError as exc:
         print(f"rocketspec: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

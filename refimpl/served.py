@@ -1,0 +1,328 @@
+"""A cluster served over TCP: the reference name server and brokers as a test double for real RocketMQ clients.
+
+```python
+with ServedCluster(brokers=2) as served:                 # 127.0.0.1, ephemeral ports, wall clock
+    served.create_topic("TopicTest", queues=4)
+    producer = rocketmq.client.Producer("PG"); producer.set_name_server_address(served.namesrv_addr)
+    served.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_BUSY", times=1)
+```
+
+The name server listens on ``port`` (9876 for ``rocketspec serve``; 0 picks a free port) and every broker on a port of
+its own; a broker registers the address clients can reach (``advertise_host``, default the bound host, or this
+machine's address when bound to all interfaces), which is what the name server hands out in routes. The in-process
+``Cluster`` underneath (``served.cluster``) runs on a real clock and can be used alongside: in-process clients,
+inspection, broker stop and restart (connections to a stopped broker close; it serves again once restarted).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rocketspec.refimpl.cluster import Cluster, broker_name
+from rocketspec.refimpl.remoting import FaultRule, Faults, Server, parse_request_code, parse_response_code
+from rocketspec.refimpl.tcp import TcpEndpoint, WireFrame, WireLoop, WireObserver
+from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT
+
+NAMESRV_NODE = "namesrv"
+
+log = logging.getLogger("rocketspec.served")
+
+
+class FaultFileError(ValueError):
+    """A fault file that cannot be read or has a rule that is not valid."""
+
+
+_RULE_KEYS = {"action", "target", "broker", "request", "code", "remark", "ms", "times", "client", "probability"}
+
+
+def fault_rule(spec: Mapping[str, Any]) -> FaultRule:
+    """A fault rule from its description (one entry of a fault file).
+
+    ``{"action": "fail", "target": "broker-a", "request": "SEND_MESSAGE", "code": "SYSTEM_BUSY", "times": 1}``;
+    actions ``fail`` (with ``code``, a ResponseCode name or number, and optional ``remark``), ``delay`` (with ``ms``),
+    ``drop`` (the request is lost), ``drop_response`` (processed, the response is lost), ``duplicate``,
+    ``disconnect``; ``target`` is ``namesrv``, a broker name or ``*`` (``broker`` is accepted as its alias);
+    ``request`` a RequestCode name or number (``SEND_MESSAGE`` covers V2 and batch); ``client`` a client address.
+    """
+    if not isinstance(spec, Mapping):
+        raise FaultFileError(f"a fault rule must be an object, not {type(spec).__name__}")
+    unknown = sorted(set(spec) - _RULE_KEYS)
+    if unknown:
+        known = ", ".join(sorted(_RULE_KEYS))
+        raise FaultFileError(f"unknown key(s) {', '.join(unknown)} in fault rule; known: {known}")
+    action = spec.get("action")
+    if action not in FaultRule.ACTIONS:
+        raise FaultFileError(f"fault action must be one of {', '.join(FaultRule.ACTIONS)}, not {action!r}")
+    target = spec.get("target", spec.get("broker", "*"))
+    if not isinstance(target, str) or not target:
+        raise FaultFileError(f"fault target must be a node name or '*', not {target!r}")
+    for key in ("times", "ms"):
+        value = spec.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise FaultFileError(f"{key} must be a non-negative integer, not {value!r}")
+    if action == "delay" and not spec.get("ms"):
+        raise FaultFileError("a delay fault needs ms > 0")
+    probability = spec.get("probability", 1.0)
+    if isinstance(probability, bool) or not isinstance(probability, (int, float)) or not 0 <= probability <= 1:
+        raise FaultFileError(f"probability must be a number within [0, 1], not {probability!r}")
+    client = spec.get("client")
+    if client is not None and not isinstance(client, str):
+        raise FaultFileError(f"client must be a client address, not {client!r}")
+    try:
+        request = spec.get("request")
+        if request is not None and not isinstance(request, (int, str)):
+            raise ValueError(f"request must be a RequestCode name or number, not {request!r}")
+        code = spec.get("code", "SYSTEM_ERROR")
+        if isinstance(code, bool) or not isinstance(code, (int, str)):
+            raise ValueError(f"code must be a ResponseCode name or number, not {code!r}")
+        return FaultRule(action, target, parse_request_code(request), client,
+                         response_code=parse_response_code(code), remark=spec.get("remark") or "injected fault",
+                         delay_ms=int(spec.get("ms") or 0), times=spec.get("times"), probability=float(probability))
+    except ValueError as error:
+        raise FaultFileError(str(error)) from None
+
+
+def load_fault_file(path: str | Path) -> list[FaultRule]:
+    """The rules of a fault file: a JSON list of rules, or an object with a ``faults`` list."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise FaultFileError(f"cannot read fault file {path}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise FaultFileError(f"fault file {path} is not JSON: {error}") from None
+    if isinstance(data, dict):
+        data = data.get("faults")
+    if not isinstance(data, list):
+        raise FaultFileError(f"fault file {path} must hold a list of rules (or {{\"faults\": [...]}})")
+    rules = []
+    for index, spec in enumerate(data):
+        try:
+            rules.append(fault_rule(spec))
+        except FaultFileError as error:
+            raise FaultFileError(f"fault file {path}, rule {index + 1}: {error}") from None
+    return rules
+
+
+def _advertised(host: str) -> str:
+    if host not in ("", "0.0.0.0", "::"):
+        return host
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
+
+
+class ServedCluster:
+    """A name server and ``brokers`` brokers served over TCP on ``host``; see the module docstring."""
+
+    def __init__(
+        self,
+        brokers: int = 1,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        broker_ports: Iterable[int] | None = None,
+        advertise_host: str | None = None,
+        data_dir: str | Path | None = None,
+        faults: str | Path | Iterable[FaultRule | Mapping[str, Any]] | None = None,
+        observer: WireObserver | None = None,
+        trace_dir: str | Path | None = None,
+        trace_format: str = "parquet",
+        trace_id: str | None = None,
+        send_mode: str | None = None,
+        **cluster_options: Any,
+    ) -> None:
+        if not isinstance(brokers, int) or isinstance(brokers, bool) or brokers < 1:
+            raise ValueError("brokers must be a positive integer")
+        if not isinstance(port, int) or not 0 <= port < 65536:
+            raise ValueError(f"port must be within 0..65535, not {port!r}")
+        ports = list(broker_ports) if broker_ports is not None else [0] * brokers
+        if len(ports) != brokers:
+            raise ValueError(f"broker_ports has {len(ports)} ports for {brokers} brokers")
+        rules = self._rules(faults)
+        cluster_options.setdefault("clock", "real")
+        self.host = host
+        self.advertise_host = advertise_host or _advertised(host)
+        self._closed = False
+        self.wire = WireLoop()
+        self._endpoints: dict[str, TcpEndpoint] = {}
+        self._observers: list[WireObserver] = [observer] if observer is not None else []
+        self._send_mode = send_mode
+        self.cluster: Cluster | None = None
+        self.trace_dir = Path(trace_dir) if trace_dir is not None else None
+        if trace_dir is not None:
+            cluster_options.update(trace_dir=trace_dir, trace_format=trace_format,
+                                   trace_id=trace_id or f"served-{int(time.time() * 1000)}")
+        try:
+            self._start(brokers, port, ports, data_dir, rules, cluster_options)
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _rules(faults: str | Path | Iterable[FaultRule | Mapping[str, Any]] | None) -> list[FaultRule]:
+        if faults is None:
+            return []
+        if isinstance(faults, (str, Path)):
+            return load_fault_file(faults)
+        return [rule if isinstance(rule, FaultRule) else fault_rule(rule) for rule in faults]
+
+    def _start(self, brokers: int, port: int, ports: list[int], data_dir: str | Path | None,
+               rules: list[FaultRule], cluster_options: dict[str, Any]) -> None:
+        names = [broker_name(i) for i in range(brokers)]
+        # Sockets first (their ports are the addresses brokers register), serving only once the cluster exists.
+        for node, wanted in [(NAMESRV_NODE, port), *zip(names, ports, strict=True)]:
+            endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, observer=_Fanout(self))
+            try:
+                bound = endpoint.bind(self.host, wanted)
+            except OSError as error:
+                raise OSError(error.errno, f"cannot listen on {self.host}:{wanted} for {node}: "
+                                           f"{error.strerror or error}") from None
+            endpoint.addr = f"{self.advertise_host}:{bound}"
+            self._endpoints[node] = endpoint
+        self.cluster = Cluster(
+            brokers,
+            data_dir=data_dir,
+            namesrv_addr=self._endpoints[NAMESRV_NODE].addr,
+            broker_addrs=[self._endpoints[name].addr for name in names],
+            **cluster_options,
+        )
+        for rule in rules:
+            self.cluster.faults.add(rule)
+        if self.cluster.recorder is not None:
+            # Brokers record their own events; what only the clients know (sends, pulls, retries as they asked for
+            # them) is read off the wire into the same log.
+            from rocketspec.refimpl.wiretap import WireEvents
+
+            self._observers.append(WireEvents(self.cluster.events, server_events=True, send_mode=self._send_mode))
+        for endpoint in self._endpoints.values():
+            endpoint.serve(self.cluster.runtime, self.cluster.faults)
+
+    def _observe(self, frame: WireFrame) -> None:
+        for observer in self._observers:
+            observer(frame)
+
+    def _connection_closed(self, connection: int, ts_ms: int) -> None:
+        for observer in self._observers:
+            closed = getattr(observer, "connection_closed", None)
+            if closed is not None:
+                closed(connection, ts_ms)
+
+    def _server_of(self, node: str) -> Server | None:
+        cluster = self.cluster
+        if cluster is None:
+            return None
+        if node == NAMESRV_NODE:
+            return cluster.namesrv
+        return cluster.brokers.get(node)
+
+    # ------------------------------------------------------------------------------------------------------ access
+    @property
+    def namesrv_addr(self) -> str:
+        """``host:port`` of the name server, what clients are configured with."""
+        return self._endpoints[NAMESRV_NODE].addr
+
+    @property
+    def broker_addrs(self) -> dict[str, str]:
+        return {node: e.addr for node, e in self._endpoints.items() if node != NAMESRV_NODE}
+
+    @property
+    def faults(self) -> Faults:
+        """Fault injection by node (``namesrv``, ``broker-a``, …), request code and client address, at run time."""
+        return self._cluster.faults
+
+    @property
+    def _cluster(self) -> Cluster:
+        if self.cluster is None:
+            raise RuntimeError("the served cluster is closed")
+        return self.cluster
+
+    def connections(self, node: str | None = None) -> int:
+        """Open client connections (to one node, or in all)."""
+        return sum(len(e.connections) for n, e in self._endpoints.items() if node in (None, n))
+
+    def frame_errors(self) -> int:
+        """Connections closed because they sent bytes that were not frames."""
+        return sum(e.frame_errors for e in self._endpoints.values())
+
+    def add_observer(self, observer: WireObserver) -> None:
+        """Also show every frame to ``observer`` (called on the runtime loop; it must not block)."""
+        self._observers.append(observer)
+
+    def flush_trace(self) -> None:
+        """Write the recorded rows so far to the trace directory (they are otherwise written in batches)."""
+        recorder = self._cluster.recorder
+        if recorder is not None:
+            self._cluster.runtime.submit(recorder.flush)
+
+    def end_trace(self, status: str = "CUT") -> None:
+        """End the recorded trace now (``SETTLED`` only if every client caught up and nothing is in flight)."""
+        recorder = self._cluster.recorder
+        if recorder is not None:
+            self._cluster.runtime.submit(lambda: recorder.record_trace_end(status))
+
+    def create_topic(self, topic: str, queues: int = 4, **options: Any) -> None:
+        """Create a topic on every broker (or ``brokers=[...]``) and register its route now (``Cluster``)."""
+        self._cluster.create_topic(topic, queues, **options)
+
+    def stop_broker(self, name: str, *, crash: bool = False) -> None:
+        """Stop a broker; its clients' connections close and new ones are closed on their first request."""
+        self._cluster.stop_broker(name, crash=crash)
+        self._endpoints[name].drop_connections()
+
+    def start_broker(self, name: str) -> None:
+        self._cluster.start_broker(name)
+
+    def restart_broker(self, name: str, *, crash: bool = False) -> None:
+        self.stop_broker(name, crash=crash)
+        self.start_broker(name)
+
+    # ------------------------------------------------------------------------------------------------- lifecycle
+    def __enter__(self) -> ServedCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection and listener, then the cluster (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for endpoint in self._endpoints.values():
+            try:
+                endpoint.close()
+            except Exception as error:  # closing what is left matters more than the first failure
+                log.warning("closing %s: %s", endpoint.node, error)
+        if self.cluster is not None:
+            self.cluster.close()
+        self.wire.stop()
+
+    def describe(self) -> str:
+        """The addresses, one per line, as ``rocketspec serve`` prints them."""
+        lines = [f"namesrv {self.namesrv_addr}"]
+        lines += [f"{name} {addr}" for name, addr in self.broker_addrs.items()]
+        return "\n".join(lines)
+
+
+class _Fanout:
+    """The one observer every endpoint calls: passes frames and closed connections on to the cluster's observers."""
+
+    def __init__(self, owner: ServedCluster) -> None:
+        self._owner = owner
+
+    def __call__(self, frame: WireFrame) -> None:
+        self._owner._observe(frame)
+
+    def connection_closed(self, connection: int, ts_ms: int) -> None:
+        self._owner._connection_closed(connection, ts_ms)
+
+
+__all__ = ["DEFAULT_NAMESRV_PORT", "FaultFileError", "ServedCluster", "fault_rule", "load_fault_file"]

@@ -1,0 +1,96 @@
+"""pytest fixtures for applications tested against the reference RocketMQ (registered through the ``pytest11`` entry
+point, so installing rocketspec makes them available).
+
+- ``rocketmq_cluster``: the in-process facade (``rocketspec.refimpl.cluster.Cluster``), simulated clock by default.
+- ``rocketmq_server``: the cluster served over TCP for real clients (``ServedCluster``): ``namesrv_addr``,
+  ``faults`` (``fail``/``delay``/``drop``/``disconnect``… per broker and request code), ``create_topic``, broker stop
+  and restart, and the run recorded as a trace in ``trace_dir`` (``rocketspec traces check`` reads it).
+
+Options come from a marker of the same name::
+
+    @pytest.mark.rocketmq_server(brokers=2, topics={"Orders": 8}, faults=[{"action": "fail", "request": "SEND_MESSAGE",
+                                 "target": "broker-a", "code": "SYSTEM_BUSY", "times": 1}])
+    def test_orders(rocketmq_server):
+        app = OrdersApp(namesrv=rocketmq_server.namesrv_addr)
+        ...
+
+``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues) and ``trace``
+(``False`` to record nothing; the default records Parquet under the test's temporary directory);
+``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from rocketspec.refimpl.cluster import Cluster
+    from rocketspec.refimpl.served import ServedCluster
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "rocketmq_cluster(**options): options of the rocketmq_cluster fixture (Cluster arguments, topics)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "rocketmq_server(**options): options of the rocketmq_server fixture (ServedCluster arguments, topics, trace)",
+    )
+
+
+def _options(request: pytest.FixtureRequest, name: str) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    # The closest marker wins; a class or module marker gives defaults.
+    for marker in reversed(list(request.node.iter_markers(name))):
+        if marker.args:
+            raise pytest.UsageError(f"@pytest.mark.{name} takes keyword options only")
+        options.update(marker.kwargs)
+    return options
+
+
+def _topics(options: dict[str, Any], name: str) -> Mapping[str, int]:
+    topics = options.pop("topics", {}) or {}
+    if not isinstance(topics, Mapping) or not all(
+        isinstance(t, str) and isinstance(q, int) and q > 0 for t, q in topics.items()
+    ):
+        raise pytest.UsageError(f"@pytest.mark.{name}(topics=...) must map topic names to queue counts")
+    return topics
+
+
+@pytest.fixture
+def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """An in-process reference cluster (simulated clock unless ``clock="real"``), closed after the test."""
+    from rocketspec.refimpl.cluster import Cluster
+
+    options = _options(request, "rocketmq_cluster")
+    topics = _topics(options, "rocketmq_cluster")
+    with Cluster(**options) as cluster:
+        for topic, queues in topics.items():
+            cluster.create_topic(topic, queues)
+        yield cluster
+
+
+@pytest.fixture
+def rocketmq_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+                    ) -> Iterator[ServedCluster]:
+    """The reference name server and brokers over TCP on 127.0.0.1 (free ports), closed after the test.
+
+    ``rocketmq_server.namesrv_addr`` is what real clients are given; ``rocketmq_server.trace_dir`` holds the recorded
+    trace once the test ends (``flush_trace()`` writes it early).
+    """
+    from rocketspec.refimpl.served import ServedCluster
+
+    options = _options(request, "rocketmq_server")
+    topics = _topics(options, "rocketmq_server")
+    if options.pop("trace", True) and "trace_dir" not in options:
+        options["trace_dir"] = tmp_path_factory.mktemp("rocketmq-trace")
+    served = ServedCluster(**options)
+    try:
+        for topic, queues in topics.items():
+            served.create_topic(topic, queues)
+        yield served
+    finally:
+        served.close()

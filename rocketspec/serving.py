@@ -1,0 +1,181 @@
+"""``rocketspec serve`` and ``rocketspec tap``: the reference cluster for real clients, and the recording proxy."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from rocketspec.argtypes import non_negative_int, positive_int
+
+DEFAULT_PORT = 9876
+SEND_MODES = ("SYNC", "ASYNC")
+SEND_MODE_HELP = ("how the producers send (SYNC or ASYNC; they look alike on the wire): with it the trace records send "
+                  "attempts and results of messages with a UNIQ_KEY, judged by the send-retry rules of that mode")
+
+
+class ServeError(Exception):
+    """The server cannot start as asked (port taken, bad fault file, trace directory in use): exit status 2."""
+
+
+def topic_spec(text: str) -> tuple[str, int]:
+    """``NAME`` or ``NAME:QUEUES`` (4 queues by default)."""
+    name, _, queues = text.partition(":")
+    if not name:
+        raise argparse.ArgumentTypeError(f"a topic needs a name: {text!r}")
+    if not queues:
+        return name, 4
+    return name, positive_int(queues)
+
+
+def port_number(text: str) -> int:
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text}")
+    return value
+
+
+def upstream_addr(text: str) -> str:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    return text
+
+
+@contextmanager
+def _until_interrupted() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM (restoring the previous handlers afterwards)."""
+    stop = threading.Event()
+
+    def handler(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _check_trace_dir(path: str | None, force: bool) -> None:
+    if path is None:
+        return
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ServeError(f"trace output {out} is a file, not a directory")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise ServeError(f"trace directory {out} is not empty (use --force to add this run to it)")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    from rocketspec.refimpl.served import ServedCluster
+
+    _check_trace_dir(args.trace, args.force)
+    try:
+        served = ServedCluster(
+            args.brokers,
+            host=args.host,
+            port=args.port,
+            advertise_host=args.advertise_host,
+            data_dir=args.data_dir,
+            faults=args.faults,
+            trace_dir=args.trace,
+            trace_format=args.trace_format,
+            send_mode=args.send_mode,
+        )
+    except ValueError as error:  # a bad fault file (FaultFileError), send mode or trace directory
+        raise ServeError(str(error)) from None
+    except OSError as error:
+        raise ServeError(error.strerror or str(error)) from None
+    with served, _until_interrupted() as stop:
+        for name, queues in args.topic:
+            served.create_topic(name, queues)
+        print(served.describe())
+        print(f"ready in {(time.monotonic() - started) * 1000:.0f} ms; Ctrl-C stops", flush=True)
+        stop.wait()
+        print("stopping", file=sys.stderr)
+    if args.trace:
+        print(f"trace written to {args.trace}", file=sys.stderr)
+    return 0
+
+
+def cmd_tap(args: argparse.Namespace) -> int:
+    from rocketspec.traces.tap import TapError, run_tap
+
+    _check_trace_dir(args.trace, args.force)
+    try:
+        with _until_interrupted() as stop:
+            run_tap(args.listen_host, args.listen, args.upstream, args.trace, fmt=args.trace_format,
+                    send_mode=args.send_mode, stop=stop)
+    except TapError as error:
+        raise ServeError(str(error)) from None
+    except OSError as error:
+        raise ServeError(error.strerror or str(error)) from None
+    return 0
+
+
+def add_parsers(commands: Any) -> None:
+    """Register ``serve`` and ``tap`` on the top-level sub-command parsers."""
+    serve = commands.add_parser(
+        "serve",
+        help="serve the reference name server and brokers over TCP to real RocketMQ clients",
+        description=(
+            "Serve the reference name server and brokers over the RocketMQ remoting protocol (JSON and binary "
+            "headers), on 127.0.0.1 by default: point real clients at the printed name server address. Serves until "
+            "interrupted (Ctrl-C or SIGTERM). Brokers listen on free ports and register them with the name server."
+        ),
+    )
+    serve.add_argument("--brokers", type=positive_int, default=1, metavar="N", help="brokers (default 1)")
+    serve.add_argument("--port", type=port_number, default=DEFAULT_PORT, metavar="P",
+                       help=f"name server port (default {DEFAULT_PORT}; 0 picks a free one)")
+    serve.add_argument("--host", default="127.0.0.1", metavar="H",
+                       help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
+    serve.add_argument("--advertise-host", metavar="H",
+                       help="host brokers register for clients to dial (default the bound host, or this machine's "
+                            "address when bound to 0.0.0.0)")
+    serve.add_argument("--data-dir", metavar="D",
+                       help="keep the brokers' stores here, recovered on the next start (default in memory)")
+    serve.add_argument("--trace", metavar="OUT",
+                       help="record the run as a trace (docs/traces.md) in directory OUT; check it with "
+                            "'rocketspec traces check OUT'")
+    serve.add_argument("--trace-format", choices=("parquet", "jsonl"), default="parquet",
+                       help="trace format (default parquet)")
+    serve.add_argument("--force", action="store_true", help="record into a trace directory that is not empty")
+    serve.add_argument("--faults", metavar="FILE",
+                       help="JSON fault rules to apply from the start (docs/serve.md): error codes, delays, dropped "
+                            "requests or responses, disconnects, per broker and request code")
+    serve.add_argument("--topic", type=topic_spec, action="append", default=[], metavar="NAME[:QUEUES]",
+                       help="create a topic on every broker at start (repeatable; producers also create topics "
+                            "on first send)")
+    serve.add_argument("--send-mode", choices=SEND_MODES, metavar="MODE",
+                       help=SEND_MODE_HELP)
+    serve.set_defaults(handler=cmd_serve)
+
+    tap = commands.add_parser(
+        "tap",
+        help="a recording proxy: another implementation's traffic as trace events",
+        description=(
+            "Listen as a name server, forward to the upstream name server, and proxy its brokers too (routes are "
+            "rewritten to point at the tap), recording what clients and servers say as trace events "
+            "(docs/traces.md). Runs until interrupted; the trace is written on exit."
+        ),
+    )
+    tap.add_argument("--listen", type=port_number, required=True, metavar="PORT",
+                     help="port clients use as their name server (0 picks a free one)")
+    tap.add_argument("--listen-host", default="127.0.0.1", metavar="H", help="address to bind (default 127.0.0.1)")
+    tap.add_argument("--upstream", type=upstream_addr, required=True, metavar="HOST:PORT",
+                     help="the real name server")
+    tap.add_argument("--trace", required=True, metavar="OUT", help="trace directory to write")
+    tap.add_argument("--trace-format", choices=("parquet", "jsonl"), default="parquet",
+                     help="trace format (default parquet)")
+    tap.add_argument("--force", action="store_true", help="record into a trace directory that is not empty")
+    tap.add_argument("--send-mode", choices=SEND_MODES, metavar="MODE", help=SEND_MODE_HELP)
+    tap.set_defaults(handler=cmd_tap)
