@@ -44,7 +44,7 @@ def _json_header(command: RemotingCommand) -> bytes:
     }
     if command.remark is not None:
         header["remark"] = command.remark
-    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
 
 
 def _binary_header(command: RemotingCommand) -> bytes:
@@ -52,11 +52,12 @@ def _binary_header(command: RemotingCommand) -> bytes:
     if command.remark is None:
         parts.append(_INT.pack(0))
     else:
-        remark = command.remark.encode("utf-8")
+        remark = command.remark.encode("utf-8", "replace")
         parts.append(_INT.pack(len(remark)) + remark)
     fields = bytearray()
     for key, value in command.ext_fields.items():
-        k, v = key.encode("utf-8"), value.encode("utf-8")
+        # Text decoded from a JSON escape may hold a lone surrogate; like Java, write '?' for it.
+        k, v = key.encode("utf-8", "replace"), value.encode("utf-8", "replace")
         fields += struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v
     parts.append(_INT.pack(len(fields)) + bytes(fields))
     return b"".join(parts)
@@ -89,7 +90,7 @@ def _language_code(value: object) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
-        if value.isdigit():
+        if value.isdecimal() and value.isascii():
             return int(value)
         try:
             return int(LanguageCode[value.upper()])
@@ -114,15 +115,15 @@ def _int(header: dict[str, Any], name: str, default: int = 0) -> int:
         raise FrameError(f"header field {name!r} is not a number: {value!r}")
     try:
         return int(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # text, or JSON's Infinity / 1e400
         raise FrameError(f"header field {name!r} is not a number: {value!r}") from None
 
 
 def _decode_json_header(data: bytes) -> dict[str, Any]:
     try:
         header = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise FrameError(f"header is not JSON: {error}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise FrameError(f"header is not JSON: {type(error).__name__}: {error}") from None
     if not isinstance(header, dict):
         raise FrameError("header is not a JSON object")
     if "code" not in header:
@@ -206,16 +207,29 @@ class FrameReader:
     def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
         self._buffer = bytearray()
         self._max = max_frame_bytes
+        self.broken: FrameError | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
+        """The frames ``data`` completes. A bad length raises ``FrameError``, unless whole frames came before it in
+        this call: those are returned (a server still answers them, as Netty does) and ``broken`` holds the error,
+        raised by the next call."""
+        if self.broken is not None:
+            raise self.broken
         self._buffer += data
         frames: list[bytes] = []
         while len(self._buffer) >= 4:
             (total,) = _INT.unpack_from(self._buffer, 0)
+            error = None
             if total < 4:
-                raise FrameError(f"frame length {total} is below the 4-byte minimum")
-            if total + 4 > self._max:
-                raise FrameError(f"frame of {total + 4} bytes is over the {self._max}-byte limit")
+                error = FrameError(f"frame length {total} is below the 4-byte minimum")
+            elif total + 4 > self._max:
+                error = FrameError(f"frame of {total + 4} bytes is over the {self._max}-byte limit")
+            if error is not None:
+                self.broken = error
+                self._buffer.clear()
+                if frames:
+                    return frames
+                raise error
             if len(self._buffer) < 4 + total:
                 break
             frames.append(bytes(self._buffer[4:4 + total]))

@@ -39,6 +39,7 @@ from rocketspec.spec.protocol import ResponseCode, SerializeType
 log = logging.getLogger("rocketspec.tcp")
 
 _connection_ids = itertools.count(1)
+_MAX_UNANSWERED = 65_536
 
 
 @attrs.frozen
@@ -98,7 +99,9 @@ class TcpChannel:
         sock = transport.get_extra_info("sockname") or ("?", 0)
         self.remote_addr = f"{peer[0]}:{peer[1]}"
         self.local_addr = f"{sock[0]}:{sock[1]}"
+        # Requests the broker starts use the type the client spoke last; a response, its own request's type.
         self.serialize = SerializeType.JSON
+        self._serialize_of: dict[int, SerializeType] = {}
         self._open = True
         self._pending: dict[int, Future[RemotingCommand]] = {}
         self.server: Server | None = None
@@ -111,23 +114,23 @@ class TcpChannel:
     def client_node(self) -> str:
         return self.remote_addr
 
-    def _write(self, command: RemotingCommand) -> None:
+    def _write(self, command: RemotingCommand, serialize: SerializeType) -> None:
         if not self._open:
             return
         self.endpoint.observe(self, command, from_client=False)
         try:
-            data = encode(command, self.serialize)
-        except FrameError as error:
+            data = encode(command, serialize)
+        except Exception as error:  # too large, or a value the header cannot hold: this answer is lost, not the loop
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
         transport = self._transport
         self.endpoint.wire.call(lambda: None if transport.is_closing() else transport.write(data))
 
     def send_response(self, response: RemotingCommand) -> None:
-        self._write(response)
+        self._write(response, self._serialize_of.pop(response.opaque, self.serialize))
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
-        self._write(request)
+        self._write(request, self.serialize)
 
     def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]:
         future: Future[RemotingCommand] = Future()
@@ -138,7 +141,7 @@ class TcpChannel:
         timer = self.endpoint.runtime.call_later(timeout_ms, lambda: self._expire(request.opaque, timeout_ms),
                                                  daemon=True)
         future.add_done_callback(lambda _f: timer.cancel())
-        self._write(request)
+        self._write(request, self.serialize)
         return future
 
     def _expire(self, opaque: int, timeout_ms: int) -> None:
@@ -186,11 +189,24 @@ class _Protocol(asyncio.Protocol):
         channel = self.channel
         if channel is None:
             return
+        error: Exception | None = None
         try:
-            for frame in self.reader.feed(data):
+            frames = self.reader.feed(data)
+        except FrameError as failure:
+            frames, error = [], failure
+        for frame in frames:
+            try:
                 command, serialize = decode(frame)
-                self.endpoint.runtime.call_soon(lambda c=command, s=serialize: self.endpoint.arrived(channel, c, s))
-        except FrameError as error:
+            except FrameError as failure:
+                error = failure
+                break
+            except Exception as failure:  # a decoder bug is still this connection's problem only
+                log.exception("%s: decoding a frame from %s failed", self.endpoint.node, channel.remote_addr)
+                error = failure
+                break
+            self.endpoint.runtime.call_soon(lambda c=command, s=serialize: self.endpoint.arrived(channel, c, s))
+        error = error or self.reader.broken
+        if error is not None:
             # Framing is lost: nothing after this can be trusted on this connection, and only on this one.
             log.info("%s: closing %s: %s", self.endpoint.node, channel.remote_addr, error)
             self.endpoint.frame_errors += 1
@@ -296,6 +312,10 @@ class TcpEndpoint:
             channel.response_arrived(command)
             return
         channel.serialize = serialize
+        if not command.is_oneway:
+            channel._serialize_of[command.opaque] = serialize
+            if len(channel._serialize_of) > _MAX_UNANSWERED:  # requests a fault dropped are never answered
+                channel._serialize_of.pop(next(iter(channel._serialize_of)))
         server = self.resolve()
         if server is None:
             channel.close()
