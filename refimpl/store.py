@@ -24,6 +24,9 @@ Modelled on ``DefaultMessageStore``, ``CommitLog``, ``ConsumeQueue``, ``MappedFi
   (never the last one), then consume-queue files whose last entry lies below the new commit-log minimum are deleted
   (never a queue's last file) and each queue's minimum becomes its first entry at or above that minimum
   (``ConsumeQueue.correctMinOffset``, which looks at the first remaining file only).
+- Delays: a put with DELAY > 0 is parked in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1``, its level clamped to the max
+  level, and its tags code is the store time plus the level's delay. The table is ``delay_level_millis`` (the broker's
+  ``messageDelayLevel``, RocketMQ's 18 levels by default); its length is the max level.
 """
 
 from __future__ import annotations
@@ -412,18 +415,19 @@ def _fail(status: PutMessageStatus) -> PutResult:
     return PutResult(status)
 
 
-def _tags_code(topic: str, properties: dict[str, str], store_timestamp: int) -> int:
+def _tags_code(topic: str, properties: dict[str, str], store_timestamp: int, delays: tuple[int, ...]) -> int:
     """Consume-queue tags code (``CommitLog.checkMessageAndReturnSize``): ``String.hashCode`` of TAGS, or for a
-    SCHEDULE_TOPIC_XXXX message with DELAY the delivery time ``ScheduleMessageService.computeDeliverTimestamp``."""
+    SCHEDULE_TOPIC_XXXX message with DELAY the delivery time ``ScheduleMessageService.computeDeliverTimestamp``
+    (store time + the delay of the level, clamped to ``len(delays)``, the max level)."""
     if topic == protocol.SCHEDULE_TOPIC:
         text = properties.get(Property.DELAY_TIME_LEVEL)
         if text is not None:
             try:
-                level = min(int(text), protocol.MAX_DELAY_LEVEL)
+                level = min(int(text), len(delays))
             except ValueError:
                 level = 0
             if level > 0:
-                return store_timestamp + protocol.DELAY_LEVEL_MILLIS[level - 1]
+                return store_timestamp + delays[level - 1]
     return codec.tags_code(properties.get(Property.TAGS))
 
 
@@ -450,6 +454,7 @@ class MessageStore:
         cq_segment_entries: int = 30_000,
         file_reserved_ms: int = protocol.FILE_RESERVED_TIME_HOURS * 3600 * 1000,
         flush_interval_ms: int = protocol.FLUSH_INTERVAL_COMMITLOG_MS,
+        delay_level_millis: tuple[int, ...] = protocol.DELAY_LEVEL_MILLIS,
     ) -> None:
         if flush not in ("sync", "async"):
             raise ValueError("flush must be 'sync' or 'async'")
@@ -457,6 +462,8 @@ class MessageStore:
             raise ValueError("segment_bytes must be at least 4096")
         if cq_segment_entries < 1:
             raise ValueError("cq_segment_entries must be positive")
+        if not delay_level_millis or not all(isinstance(d, int) and d > 0 for d in delay_level_millis):
+            raise ValueError("delay_level_millis must be a non-empty tuple of positive delays in ms")
         self.runtime = runtime
         self.broker_name = broker_name
         self.store_addr = store_addr
@@ -469,6 +476,8 @@ class MessageStore:
         self.cq_segment_entries = cq_segment_entries
         self.file_reserved_ms = file_reserved_ms
         self.flush_interval_ms = flush_interval_ms
+        # ScheduleMessageService.delayLevelTable: level i's delay at index i - 1; its length is the max level.
+        self.delay_level_millis = tuple(delay_level_millis)
 
         self._segments: list[_Segment] = []
         self._bases: list[int] = []
@@ -512,7 +521,7 @@ class MessageStore:
                     return _fail(PutMessageStatus.UNKNOWN_ERROR)
                 if level > 0:
                     # CommitLog.asyncPutMessage: park the message in SCHEDULE_TOPIC_XXXX, queue level - 1.
-                    level = min(level, protocol.MAX_DELAY_LEVEL)
+                    level = min(level, len(self.delay_level_millis))
                     props = dict(props)
                     props[Property.DELAY_TIME_LEVEL] = str(level)
                     props[Property.REAL_TOPIC] = topic
@@ -563,7 +572,7 @@ class MessageStore:
         if dispatch:
             if cq is None:
                 cq = self._new_cq(topic, queue_id)
-            tags = _tags_code(topic, props, now)
+            tags = _tags_code(topic, props, now, self.delay_level_millis)
             cq.append(phy, size, tags)
             self._dirty_cqs.add(cq)
         if self.flush_mode == "sync":
@@ -638,7 +647,7 @@ class MessageStore:
             )
             size = len(data)
             segment.data += data  # type: ignore[operator]
-            tags = _tags_code(topic, props, now)
+            tags = _tags_code(topic, props, now, self.delay_level_millis)
             cq.append(phy, size, tags)
             queue_offsets.append(queue_offset)
             offset_ids.append((self._store_host_bytes + _I64.pack(phy)).hex().upper())
@@ -1262,7 +1271,7 @@ class MessageStore:
                             else:
                                 while cq.max_offset < queue_offset:  # a hole: blank entries keep offsets aligned
                                     cq.append(0, 0x7FFFFFFF, 0)
-                        cq.append(segment.base + pos, size, _tags_code(topic, props, store_ts))
+                        cq.append(segment.base + pos, size, _tags_code(topic, props, store_ts, self.delay_level_millis))
                         self._dirty_cqs.add(cq)
                 pos += size
 

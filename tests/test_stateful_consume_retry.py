@@ -502,7 +502,7 @@ def test_mutant_failed_message_acknowledged_is_caught() -> None:
 
 def test_mutant_schedule_wrong_delay_is_caught() -> None:
     """RETRY-3/RETRY-26: the schedule service corrects due times with the previous level's delay (delivers early)."""
-    with refimpl_mutant(schedule, "level_delay = DELAY_LEVEL_MILLIS[level - 1]",
-                        "level_delay = DELAY_LEVEL_MILLIS[level - 2]"):
+    with refimpl_mutant(schedule, "level_delay = self.broker.store.delay_level_millis[level - 1]",
+                        "level_delay = self.broker.store.delay_level_millis[level - 2]"):
         failure = hypothesis_finds_failure(ConsumeRetryMachine, 40, 15)
     assert "RETRY-3" in str(failure)

@@ -103,7 +103,8 @@ class Broker:
         self.consumer_offsets.load()
         self.subscription_groups.load()
         self.store = MessageStore(runtime, self.name, self.addr, disk=self.disk, flush=config.flush,
-                                  segment_bytes=config.segment_bytes, file_reserved_ms=config.file_reserved_ms)
+                                  segment_bytes=config.segment_bytes, file_reserved_ms=config.file_reserved_ms,
+                                  delay_level_millis=config.delay_level_millis)
         self.store.add_arrival_listener(self._on_arrival)
         self.store.add_delete_listener(self._on_delete)
         self.consumers = ConsumerManager(self._notify_change)

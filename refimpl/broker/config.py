@@ -2,15 +2,24 @@
 
 Defaults are RocketMQ 4.9.8's. The role follows the broker id as in a Java deployment: id 0 (``MixAll.MASTER_ID``)
 is the master, any other id a slave (``BrokerRole.SLAVE``).
+
+``message_delay_level`` is ``MessageStoreConfig.messageDelayLevel``: the delay of each level, parsed as
+``ScheduleMessageService.parseDelayLevel`` does (space-separated items, each a Java long and a unit ``s``, ``m``,
+``h`` or ``d``; level ``i`` is item ``i``, the max level is the number of items). Java accepts any count and any
+value, and a broker whose string does not parse fails to start; here a bad string raises ``ValueError`` when the
+config is built, and the table must also have 1 to 18 levels (the 18 queues of ``SCHEDULE_TOPIC_XXXX`` and the
+spec's ``delay_millis``), each delay positive and at most 2**62 ms.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Protocol
 
 import attrs
 
+from rocketspec.spec.consume_retry import parse_delay_levels
 from rocketspec.spec.protocol import (
     BROKER_REGISTER_INTERVAL_MS,
     CLIENT_CHANNEL_EXPIRED_MS,
@@ -19,8 +28,10 @@ from rocketspec.spec.protocol import (
     DEFAULT_PERM,
     DEFAULT_TOPIC_QUEUE_NUMS,
     DEFAULT_TRACE_REGION_ID,
+    DELAY_LEVEL_NAMES,
     FILE_RESERVED_TIME_HOURS,
     MASTER_ID,
+    MAX_DELAY_LEVEL,
     MAX_MESSAGE_SIZE,
     SHORT_POLLING_TIME_MS,
     TRANSACTION_CHECK_INTERVAL_MS,
@@ -29,6 +40,38 @@ from rocketspec.spec.protocol import (
 )
 
 _FLUSH_MODES = ("async", "sync")
+DEFAULT_MESSAGE_DELAY_LEVEL = " ".join(DELAY_LEVEL_NAMES)
+# Longest delay accepted: store time + delay (the consume-queue tags code) must stay a Java long.
+_MAX_DELAY_MS = 2**62
+
+
+def parse_message_delay_level(text: str) -> tuple[int, ...]:
+    """The delay of each level in ms (index 0 is level 1) from a ``messageDelayLevel`` string.
+
+    Parsed as Java's ``parseDelayLevel`` (``spec.consume_retry.parse_delay_levels``); the result must also have
+    1 to ``MAX_DELAY_LEVEL`` (18) levels, each delay in (0, 2**62] ms. Anything else raises ``ValueError``.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"message_delay_level must be a string like {DEFAULT_MESSAGE_DELAY_LEVEL!r}, not {text!r}")
+    return _parse_delay_table(text)
+
+
+@functools.lru_cache(maxsize=32)
+def _parse_delay_table(text: str) -> tuple[int, ...]:
+    # Cached: validation and every read of BrokerConfig.delay_level_millis parse the same few strings.
+    try:
+        table = parse_delay_levels(text)
+    except ValueError as exc:
+        raise ValueError(f"message_delay_level {text!r}: {exc} (each item is a whole number followed by a unit "
+                         "s, m, h or d, items separated by single spaces)") from None
+    if not 1 <= len(table) <= MAX_DELAY_LEVEL:
+        raise ValueError(f"message_delay_level {text!r} has {len(table)} levels; 1 to {MAX_DELAY_LEVEL} are "
+                         f"supported (SCHEDULE_TOPIC_XXXX has {MAX_DELAY_LEVEL} queues)")
+    for level, delay in enumerate(table, start=1):
+        if not 0 < delay <= _MAX_DELAY_MS:
+            raise ValueError(f"message_delay_level {text!r}: level {level} delay must be positive and at most "
+                             f"2**62 ms (a delivery time is a Java long), not {delay} ms")
+    return table
 
 
 def _check_addr(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:
@@ -45,6 +88,10 @@ def _check_name(instance: BrokerConfig, attribute: attrs.Attribute[str], value: 
 def _check_flush(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:
     if value not in _FLUSH_MODES:
         raise ValueError(f"flush must be one of {', '.join(_FLUSH_MODES)}, not {value!r}")
+
+
+def _check_delay_levels(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:
+    parse_message_delay_level(value)
 
 
 def _non_negative(instance: BrokerConfig, attribute: attrs.Attribute[int], value: int) -> None:
@@ -78,6 +125,7 @@ class BrokerConfig:
     max_message_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=_non_negative)
     register_interval_ms: int = attrs.field(default=BROKER_REGISTER_INTERVAL_MS, validator=_non_negative)
     client_channel_expired_ms: int = attrs.field(default=CLIENT_CHANNEL_EXPIRED_MS, validator=_non_negative)
+    message_delay_level: str = attrs.field(default=DEFAULT_MESSAGE_DELAY_LEVEL, validator=_check_delay_levels)
     # BrokerConfig switches kept at their defaults in practice, exposed for completeness.
     notify_consumer_ids_changed_enable: bool = True
     cluster_topic_enable: bool = True
@@ -102,6 +150,11 @@ class BrokerConfig:
     @property
     def is_master(self) -> bool:
         return self.broker_id == MASTER_ID
+
+    @property
+    def delay_level_millis(self) -> tuple[int, ...]:
+        """``message_delay_level`` parsed: level ``i``'s delay in ms at index ``i - 1``; its length is the max level."""
+        return parse_message_delay_level(self.message_delay_level)
 
 
 class ConfigDisk(Protocol):

@@ -1,8 +1,9 @@
 """Delayed delivery (``ScheduleMessageService`` of RocketMQ 4.9.8, the synchronous delivery variant).
 
 The store parks a message with a delay level in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` (REAL_TOPIC / REAL_QID
-properties; the consume-queue tags code is the delivery time). This service keeps one offset per level and one timer
-task per level:
+properties; the consume-queue tags code is the delivery time). The levels and their delays are the store's table
+(``MessageStore.delay_level_millis``, from the broker's ``messageDelayLevel``; level ``i`` is entry ``i - 1``, the
+max level is its length). This service keeps one offset per level and one timer task per level:
 
 - each level's task starts ``SCHEDULE_FIRST_DELAY_MS`` after ``start`` from its persisted offset and walks the
   level's consume queue from there; a delivery time later than ``now + level delay`` is corrected to ``now``
@@ -32,9 +33,7 @@ from rocketspec.refimpl.message import MessageExt
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore
 from rocketspec.spec.protocol import (
-    DELAY_LEVEL_MILLIS,
     FLUSH_DELAY_OFFSET_INTERVAL_MS,
-    MAX_DELAY_LEVEL,
     SCHEDULE_FIRST_DELAY_MS,
     SCHEDULE_TICK_MS,
     SCHEDULE_TOPIC,
@@ -114,6 +113,11 @@ class ScheduleService:
         self._persist_timer: Timer | None = None
         self.started = False
 
+    @property
+    def max_level(self) -> int:
+        """``maxDelayLevel``: the number of levels in the store's delay table."""
+        return len(self.broker.store.delay_level_millis)
+
     # ---------------------------------------------------------------------------------------------- lifecycle
     def start(self) -> None:
         """``start``: load and correct the offsets, then one task per level after ``SCHEDULE_FIRST_DELAY_MS``."""
@@ -122,7 +126,7 @@ class ScheduleService:
         self.started = True
         self.load()
         first_run = self.broker.runtime.now_ms() + SCHEDULE_FIRST_DELAY_MS
-        for level in range(1, MAX_DELAY_LEVEL + 1):
+        for level in range(1, self.max_level + 1):
             self._anchors[level] = first_run
             self._schedule(level, self.offset_table.get(level, 0), SCHEDULE_FIRST_DELAY_MS)
         self.broker.store.add_arrival_listener(self._on_arrival)
@@ -166,7 +170,7 @@ class ScheduleService:
         store = self.broker.store
         for level, offset in list(self.offset_table.items()):
             # Java's findConsumeQueue creates a missing queue empty: its bounds are then [0, 0].
-            if not 1 <= level <= MAX_DELAY_LEVEL:
+            if not 1 <= level <= self.max_level:
                 continue
             low, high = store.min_offset(SCHEDULE_TOPIC, level - 1), store.max_offset(SCHEDULE_TOPIC, level - 1)
             corrected = low if offset < low else high if offset > high else offset
@@ -226,7 +230,7 @@ class ScheduleService:
             else:
                 self._sleep(level, reset)
             return
-        level_delay = DELAY_LEVEL_MILLIS[level - 1]
+        level_delay = self.broker.store.delay_level_millis[level - 1]
         cursor = offset
         while cursor < high and self.started:
             entries = store.queue_entries(SCHEDULE_TOPIC, queue_id, cursor, min(_WALK_BATCH, high - cursor))
