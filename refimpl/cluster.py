@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rocketspec.refimpl.broker.broker import Broker
-from rocketspec.refimpl.broker.config import BrokerConfig
+from rocketspec.refimpl.broker.config import BrokerConfig, parse_message_delay_level
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
 from rocketspec.refimpl.client.consumer_config import ConsumerConfig
 from rocketspec.refimpl.client.instance import ClientInstance
@@ -43,6 +43,7 @@ from rocketspec.spec.protocol import (
     DEFAULT_BROKER_PORT,
     DEFAULT_NAMESRV_PORT,
     DEFAULT_PERM,
+    DELAY_LEVEL_MILLIS,
     ConsumeFromWhere,
     MessageModel,
 )
@@ -112,6 +113,11 @@ class Cluster:
         if broker_addrs is not None and len(broker_addrs) != brokers:
             raise ValueError(f"broker_addrs has {len(broker_addrs)} addresses for {brokers} brokers")
         _split_options(BrokerConfig, broker_options, "broker")
+        # Every broker shares broker_options, so the run has one delay table; a recorded trace carries it when it
+        # is not the default (the checkers judge retry delays by it).
+        self.delay_level_millis: tuple[int, ...] = (
+            parse_message_delay_level(broker_options["message_delay_level"])
+            if "message_delay_level" in broker_options else DELAY_LEVEL_MILLIS)
         self.runtime: Runtime = SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
         self._seed = seed
         if keep_events is None:
@@ -173,10 +179,13 @@ class Cluster:
         """Record this run's events from now on as a trace under ``out`` (``docs/traces.md``): Parquet partitioned
         by trace (``out/trace_id=<id>/part-*.parquet``) or JSON Lines (``out/<id>.jsonl``). ``keep_events=False``
         (the default) stops keeping events in memory. End the trace with ``recorder.record_trace_end("SETTLED")``
-        once the run settled; ``close()`` (or the cluster's) ends it ``CUT`` otherwise and writes the manifest.
+        once the run settled; ``close()`` (or the cluster's) ends it ``CUT`` otherwise and writes the manifest,
+        which records the brokers' delay table (``delay_levels_ms``) when it is not the default.
         Other ``options`` are :class:`~rocketspec.traces.recording.TraceRecorder`'s."""
         from rocketspec.traces.recording import TraceRecorder
 
+        if self.delay_level_millis != DELAY_LEVEL_MILLIS:
+            options.setdefault("delay_levels_ms", self.delay_level_millis)
         recorder = TraceRecorder(self.events, out, trace_id or f"refimpl-s{self._seed}", fmt=fmt,
                                  keep_events=keep_events, **options)
         self.recorders.append(recorder)

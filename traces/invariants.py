@@ -231,7 +231,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         "store.put rows of m in %RETRY%<G> with reconsume_times n whose seq is after the first of those sendbacks: "
         "both in seq order, the k-th sendback with the k-th put (unpaired ones are not judged). For a pair whose "
         "sendback has delay_level >= 1 the put has ts_ms >= the sendback's ts_ms + "
-        "consume_retry.delay_millis(min(delay_level, 18)); a violation row names the sendback. (c) No "
+        "consume_retry.delay_millis(min(delay_level, len(table)), table), table being the trace's delay table: the "
+        "manifest's delay_levels_ms entry for the trace_id (the brokers' messageDelayLevel, 1 to 18 levels in ms), "
+        "else the default 18 levels (1s 5s 10s 30s 1m ... 2h); a violation row names the sendback. (c) No "
         "consume.deliver of G comes from %DLQ%<G> (RETRY-27).",
     ),
 )

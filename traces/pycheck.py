@@ -22,6 +22,8 @@ Readings of the rule text where it leaves a choice:
   with no attempt before it in the send breaks the numbering.
 * An oracle that raises on a row's values (its preconditions do not hold) makes the row a violation whose reason
   quotes the oracle.
+* retry_delay_dlq (b) takes each trace's delay table from the manifest (``reading.delay_tables``; for in-memory
+  rows, ``check_python``'s ``delay_tables`` argument), the default 18 levels for a trace it does not list.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import os
 import time
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -59,7 +61,7 @@ from rocketspec.traces.invariants import (
     tag_matches,
 )
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
-from rocketspec.traces.schema import SETTLED, SchemaError
+from rocketspec.traces.schema import SETTLED, SchemaError, check_delay_tables
 
 ENGINE = "python"
 
@@ -90,7 +92,6 @@ _DECIDING_STATES = frozenset({"COMMIT_MESSAGE", "ROLLBACK_MESSAGE"})
 _SCAN_STATUSES = frozenset({"FOUND", "NO_MATCHED_MESSAGE", "MESSAGE_WAS_REMOVING", "OFFSET_FOUND_NULL"})
 _RETRY_PREFIX = "%RETRY%"
 _DLQ_PREFIX = "%DLQ%"
-_MAX_DELAY_LEVEL = 18
 _DEFAULT_MAX_RECONSUME = 16
 _DEFAULT_RETRY_TIMES = 2
 _DEFAULT_TIMEOUT_MS = 3000
@@ -192,9 +193,10 @@ def _send_back_target(reconsume_times: int, delay_level: int, max_reconsume_time
     return target.name if isinstance(target, Target) else str(target)
 
 
-@_oracle(64)
-def _delay_ms(level: int) -> int:
-    return delay_millis(level)
+@_oracle(256)
+def _delay_ms(level: int, table: tuple[int, ...]) -> int:
+    """RETRY-1/2: the delay of ``level`` in the trace's delay table."""
+    return delay_millis(level, table)
 
 
 @lru_cache(maxsize=4096)
@@ -255,9 +257,10 @@ def _sample(trace_id: str, row: Mapping[str, Any], reason: str, **extra: Any) ->
 class _Trace:
     """The state of one trace while its rows go by in seq order, and the decisions at its end."""
 
-    def __init__(self, trace_id: str, tallies: dict[str, _Tally]) -> None:
+    def __init__(self, trace_id: str, tallies: dict[str, _Tally], delays: tuple[int, ...]) -> None:
         self.trace_id = trace_id
         self.t = tallies
+        self.delays = delays  # the trace's delay table (retry_delay_dlq (b))
         self.kinds: Counter[str] = Counter()
         self.settled = False
         # Disturbances: (group, cause) -> seqs (rebalance, client, offset_illegal); cause -> seqs (the others).
@@ -627,7 +630,7 @@ class _Trace:
         if target == retry:
             due = None
             if delay_level >= 1:
-                delay = _delay_ms(min(delay_level, _MAX_DELAY_LEVEL))
+                delay = _delay_ms(min(delay_level, len(self.delays)), self.delays)
                 if isinstance(delay, _Refused):
                     self.retry_violation(row, delay)
                 else:
@@ -874,36 +877,44 @@ class _Trace:
                 tally.add(sample)
 
 
-def _rows_of(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]) -> tuple[str, Iterator[tuple[str, Any]]]:
+def _rows_of(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]
+             ) -> tuple[str, Iterator[tuple[str, Any]], dict[str, tuple[int, ...]]]:
     if isinstance(source, (str, os.PathLike)):
-        return str(source), reading.read_traces(source, COLUMNS, kind_columns=True)
-    return "<rows>", reading.group_rows(source)
+        traces = reading.read_traces(source, COLUMNS, kind_columns=True)
+        return str(source), traces, reading.delay_tables(source)
+    return "<rows>", reading.group_rows(source), {}
 
 
-def check_python(source: str | Path | Iterable[Mapping[str, Any]]) -> Report:
+def check_python(source: str | Path | Iterable[Mapping[str, Any]], *,
+                 delay_tables: Mapping[str, Sequence[int]] | None = None) -> Report:
     """Check every invariant on a trace directory or file (Parquet or JSON Lines) or on in-memory rows.
 
-    Returns a Report (engine ``python``) with one result per invariant in INVARIANTS order; raises SchemaError for
-    bad input.
+    ``delay_tables`` gives traces their delay tables by trace id (the manifest's ``delay_levels_ms`` field, which a
+    directory's manifest supplies; these entries take precedence); a trace without one ran with the default 18
+    levels. Returns a Report (engine ``python``) with one result per invariant in INVARIANTS order; raises
+    SchemaError for bad input.
     """
     started = time.perf_counter()
-    name, traces = _rows_of(source)
+    name, traces, tables = _rows_of(source)
+    if delay_tables is not None:
+        tables = {**tables, **check_delay_tables(delay_tables, "delay_tables")}
     # The state is acyclic and grows by millions of small objects: the cycle collector would only rescan it.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check(name, traces, started)
+        return _check(name, traces, tables, started)
     finally:
         if collecting:
             gc.enable()
 
 
-def _check(name: str, traces: Iterator[tuple[str, Any]], started: float) -> Report:
+def _check(name: str, traces: Iterator[tuple[str, Any]], tables: Mapping[str, tuple[int, ...]],
+           started: float) -> Report:
     tallies = {i.name: _Tally() for i in INVARIANTS}
     kinds: Counter[str] = Counter()
     events = count = 0
     for trace_id, rows in traces:
-        trace = _Trace(trace_id, tallies)
+        trace = _Trace(trace_id, tallies, reading.delay_table(tables, trace_id))
         events += trace.run(rows)
         kinds.update(trace.kinds)
         count += 1

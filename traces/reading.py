@@ -9,7 +9,11 @@ Lines traces are held whole until the last file holding rows of them is read.
 
 Every problem is a :class:`~rocketspec.traces.schema.SchemaError` naming the file and the line or ``seq``: missing
 core columns, unknown kinds, required columns null, wrong types, unparseable JSON, a manifest of another schema
-version, a duplicate ``seq`` within a trace, a missing or empty source.
+version or with a malformed delay table, a duplicate ``seq`` within a trace, a missing or empty source.
+
+Each trace ran with a table of delay levels: the manifest's ``delay_levels_ms`` entry for its trace id, else the
+default 18 levels. :func:`delay_tables` reads the entries of a source (both engines use it), :func:`delay_table`
+picks a trace's table.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces.schema import (
     CORE,
     KINDS,
     MANIFEST,
+    MANIFEST_DELAY_LEVELS,
     SCHEMA_VERSION,
     SchemaError,
     check_columns,
+    check_delay_tables,
     check_row,
 )
 
@@ -86,7 +93,27 @@ def _read_manifest(directory: Path) -> Mapping[str, Any] | None:
     version = manifest.get("schema_version")
     if version != SCHEMA_VERSION:
         raise SchemaError(f"{path}: schema_version {version!r}; this reader reads schema version {SCHEMA_VERSION}")
+    if MANIFEST_DELAY_LEVELS in manifest:
+        check_delay_tables(manifest[MANIFEST_DELAY_LEVELS], str(path))
     return manifest
+
+
+def delay_tables(source: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+    """The delay tables the manifest describing ``source`` gives, by trace id (``{}`` without a manifest or without
+    the field): a directory's ``_trace.json``; for a single file the manifest next to it (the trace directory a
+    recorder wrote it in). Raises SchemaError for a manifest of another schema version or a malformed table."""
+    path = Path(source)
+    directory = path if path.is_dir() else path.parent
+    manifest = _read_manifest(directory)
+    if manifest is None or MANIFEST_DELAY_LEVELS not in manifest:
+        return {}
+    return check_delay_tables(manifest[MANIFEST_DELAY_LEVELS], str(directory / MANIFEST))
+
+
+def delay_table(tables: Mapping[str, tuple[int, ...]], trace_id: str) -> tuple[int, ...]:
+    """The delay table trace ``trace_id`` ran with: its entry in ``tables``, else the default (18 levels,
+    ``spec.protocol.DELAY_LEVEL_MILLIS``)."""
+    return tables.get(trace_id, DELAY_LEVEL_MILLIS)
 
 
 def open_source(source: str | os.PathLike[str]) -> TraceSource:
@@ -517,6 +544,8 @@ __all__ = [
     "PARQUET",
     "TraceSource",
     "count_events",
+    "delay_table",
+    "delay_tables",
     "group_rows",
     "open_source",
     "read_traces",

@@ -10,7 +10,10 @@ into a schema row: the event's fields (``Event.fields()``: tuples become lists, 
 
 On close a recorder writes its own manifest ``DIR/_trace.<id>.json`` and (unless told not to) merges every recorder
 manifest of the directory into the directory manifest ``DIR/_trace.json`` (:func:`write_manifest`). Files whose name
-starts with ``_`` are ignored by Parquet and Spark readers.
+starts with ``_`` are ignored by Parquet and Spark readers. A run whose brokers use their own delay levels (RocketMQ's
+``messageDelayLevel``) gives the recorder its table (``delay_levels_ms``): the manifests then carry it under
+``delay_levels_ms`` keyed by trace id (``traces.schema.MANIFEST_DELAY_LEVELS``), so a directory may hold traces of
+different tables and the checkers judge each trace's retry delays by its own.
 
 Two mappings keep rows faithful to the schema where a refimpl event is not one row per message:
 
@@ -46,10 +49,14 @@ from rocketspec.traces.schema import (
     INT,
     LONG,
     MANIFEST,
+    MANIFEST_DELAY_LEVELS,
     SCHEMA_VERSION,
     SETTLED,
     STRING,
     STRINGS,
+    SchemaError,
+    check_delay_levels,
+    check_delay_tables,
 )
 
 FORMATS = ("parquet", "jsonl")
@@ -246,7 +253,9 @@ class TraceRecorder:
     ``batch_rows`` bounds the rows held in memory (one Parquet row group); ``keep_events=False`` also stops the log
     from keeping events in memory, so a recorded run of any length uses bounded memory. ``manifest=False`` leaves the
     directory manifest to the caller (the generator writes it once every shard is done). ``generator`` is stored in
-    the manifest. Raises :class:`TraceWriteError` for a bad trace id or format, or a trace already written there.
+    the manifest. ``delay_levels_ms`` is the run's delay table (the ms of levels 1..n, n <= 18) when its brokers do
+    not use the default one; the manifests record it for this trace id. Raises :class:`TraceWriteError` for a bad
+    trace id, format or delay table, or a trace already written there.
     """
 
     def __init__(
@@ -261,6 +270,7 @@ class TraceRecorder:
         keep_events: bool | None = None,
         manifest: bool = True,
         generator: Mapping[str, Any] | None = None,
+        delay_levels_ms: Sequence[int] | None = None,
     ) -> None:
         if fmt not in FORMATS:
             raise TraceWriteError(f"trace format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -272,6 +282,11 @@ class TraceRecorder:
         self.batch_rows = batch_rows
         self.manifest = manifest
         self.generator = dict(generator or {})
+        try:
+            self.delay_levels_ms = None if delay_levels_ms is None else check_delay_levels(delay_levels_ms,
+                                                                                          "delay_levels_ms")
+        except SchemaError as bad:
+            raise TraceWriteError(str(bad)) from None
         if self.out.exists() and not self.out.is_dir():
             raise TraceWriteError(f"{self.out} exists and is not a directory")
         target = self.out / f"trace_id={trace_id}" if fmt == "parquet" else self.out / f"{trace_id}.jsonl"
@@ -366,8 +381,11 @@ class TraceRecorder:
         return self.part_manifest()
 
     def part_manifest(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "format": self.fmt, "events": self.rows_written, "traces": 1,
-                "trace_ids": [self.trace_id], "end": self.ended}
+        manifest = {"schema_version": SCHEMA_VERSION, "format": self.fmt, "events": self.rows_written, "traces": 1,
+                    "trace_ids": [self.trace_id], "end": self.ended}
+        if self.delay_levels_ms is not None:
+            manifest[MANIFEST_DELAY_LEVELS] = {self.trace_id: list(self.delay_levels_ms)}
+        return manifest
 
     def __enter__(self) -> TraceRecorder:
         return self
@@ -394,18 +412,26 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def write_manifest(out: str | os.PathLike[str], *, generator: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Merge the recorder manifests of ``out`` (``_trace.<id>.json``) into ``out/_trace.json`` and return it:
-    ``{"schema_version": 1, "format": ..., "events": N, "traces": K, "trace_ids": [...], "generator": {...}}``.
-    Raises :class:`TraceWriteError` when the recorders wrote different formats."""
+    ``{"schema_version": 1, "format": ..., "events": N, "traces": K, "trace_ids": [...], "generator": {...}}``, plus
+    ``delay_levels_ms`` (``{trace_id: [ms, ...]}``) when a recorder had its own delay table. Raises
+    :class:`TraceWriteError` when the recorders wrote different formats or a recorder manifest has a
+    malformed delay table."""
     directory = Path(out)
     parts = sorted(p for p in directory.glob(f"{_PART_MANIFEST_PREFIX}*.json") if p.name != MANIFEST)
     formats: set[str] = set()
     events = 0
     trace_ids: list[str] = []
+    delay_tables: dict[str, tuple[int, ...]] = {}
     for path in parts:
         data = json.loads(path.read_text(encoding="utf-8"))
         formats.add(data["format"])
         events += int(data["events"])
         trace_ids.extend(data["trace_ids"])
+        if MANIFEST_DELAY_LEVELS in data:
+            try:
+                delay_tables.update(check_delay_tables(data[MANIFEST_DELAY_LEVELS], str(path)))
+            except SchemaError as bad:
+                raise TraceWriteError(str(bad)) from None
     if len(formats) > 1:
         raise TraceWriteError(f"{directory} mixes trace formats {', '.join(sorted(formats))}")
     manifest: dict[str, Any] = {
@@ -415,6 +441,8 @@ def write_manifest(out: str | os.PathLike[str], *, generator: Mapping[str, Any] 
         "traces": len(trace_ids),
         "trace_ids": sorted(trace_ids),
     }
+    if delay_tables:
+        manifest[MANIFEST_DELAY_LEVELS] = {t: list(delay_tables[t]) for t in sorted(delay_tables)}
     if generator:
         manifest["generator"] = dict(generator)
     directory.mkdir(parents=True, exist_ok=True)

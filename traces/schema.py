@@ -22,10 +22,16 @@ from typing import Any
 
 import attrs
 
+from rocketspec.spec.protocol import MAX_DELAY_LEVEL
+
 SCHEMA_VERSION = 1
 
 #: The name of the manifest a trace directory carries (``{"schema_version": 1, ...}``).
 MANIFEST = "_trace.json"
+#: The optional manifest field giving a trace's delay levels: ``{"<trace_id>": [ms of level 1, ms of level 2, ...]}``
+#: (1 to 18 positive whole numbers; the broker's ``messageDelayLevel``). A trace it does not list ran with the
+#: default 18 levels (``spec.protocol.DELAY_LEVEL_MILLIS``). retry_delay_dlq judges retry delays by it.
+MANIFEST_DELAY_LEVELS = "delay_levels_ms"
 
 # Column types, by the names Spark's DDL uses.
 STRING = "string"
@@ -212,6 +218,32 @@ def check_row(row: Mapping[str, Any], where: str = "") -> None:
             ok = all(isinstance(v, str) for v in value)
         if not ok:
             raise SchemaError(f"{at}{name!r} must be {want}, not {type(value).__name__} {value!r}")
+
+
+def check_delay_levels(value: Any, where: str = "") -> tuple[int, ...]:
+    """A delay table (one entry of :data:`MANIFEST_DELAY_LEVELS`) as a tuple; :class:`SchemaError` unless it is a
+    list of 1 to ``MAX_DELAY_LEVEL`` (18) positive whole numbers of milliseconds."""
+    at = f"{where}: " if where else ""
+    if not isinstance(value, (list, tuple)) or not 1 <= len(value) <= MAX_DELAY_LEVEL:
+        raise SchemaError(f"{at}a delay table must be a list of 1 to {MAX_DELAY_LEVEL} delays in ms, not {value!r}")
+    for level, delay in enumerate(value, start=1):
+        if not isinstance(delay, int) or isinstance(delay, bool) or delay <= 0:
+            raise SchemaError(f"{at}level {level} delay must be a positive whole number of ms, not {delay!r}")
+    return tuple(value)
+
+
+def check_delay_tables(value: Any, where: str = "") -> dict[str, tuple[int, ...]]:
+    """The :data:`MANIFEST_DELAY_LEVELS` field of a manifest as ``{trace_id: table}``; :class:`SchemaError` unless
+    it maps trace ids (strings) to delay tables (:func:`check_delay_levels`)."""
+    at = f"{where}: " if where else ""
+    if not isinstance(value, Mapping):
+        raise SchemaError(f"{at}{MANIFEST_DELAY_LEVELS} must map trace ids to delay tables, not {value!r}")
+    tables = {}
+    for trace_id, table in value.items():
+        if not isinstance(trace_id, str) or not trace_id:
+            raise SchemaError(f"{at}{MANIFEST_DELAY_LEVELS}: a trace id must be a non-empty string, not {trace_id!r}")
+        tables[trace_id] = check_delay_levels(table, f"{at}{MANIFEST_DELAY_LEVELS}[{trace_id!r}]")
+    return tables
 
 
 def spark_ddl() -> str:

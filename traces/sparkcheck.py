@@ -11,6 +11,8 @@ the spec is checked with. The two sequential replays of the rules (views agreein
 ``(trace_id, group, topic)`` with ``applyInPandas``.
 
 Every rule is per trace: ``trace_id`` is part of every join and window key, and ``seq`` orders rows within a trace.
+Each trace's delay table (retry_delay_dlq (b)) is the manifest's ``delay_levels_ms`` entry for its trace id, else the
+default 18 levels: the tables are read on the driver and joined to the sendback rows by ``trace_id``.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces import invariants as inv
-from rocketspec.traces import schema
+from rocketspec.traces import reading, schema
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
 
 ENGINE = "spark"
@@ -174,7 +177,39 @@ def _manifest(directory: Path) -> dict[str, Any] | None:
         raise schema.SchemaError(
             f"{path}: schema_version {version!r}; this checker reads schema version {schema.SCHEMA_VERSION}"
         )
+    if schema.MANIFEST_DELAY_LEVELS in manifest:
+        schema.check_delay_tables(manifest[schema.MANIFEST_DELAY_LEVELS], str(path))
     return manifest
+
+
+def _remote(source: str | Path) -> bool:
+    text = str(source)
+    return "://" in text and not text.startswith("file://")
+
+
+def delay_tables(spark: SparkSession, source: str | Path) -> dict[str, tuple[int, ...]]:
+    """The delay tables of the traces at ``source`` by trace id (``reading.delay_tables``: the manifest of a
+    directory, or the one next to a single file). On a cluster file system the manifest is read through Spark; when
+    it cannot be read (there is none) every trace has the default table."""
+    if not _remote(source):
+        return reading.delay_tables(Path(str(source).removeprefix("file://")))
+    text = str(source).rstrip("/")
+    if text.endswith((".parquet", ".jsonl", ".jsonl.gz", ".json", ".json.gz")):
+        text = text.rsplit("/", 1)[0]  # a single file: the manifest next to it
+    where = f"{text}/{schema.MANIFEST}"
+    try:
+        lines = spark.read.option("wholetext", "true").text(where).collect()
+    except (AnalysisException, PySparkException):  # no manifest (the path does not exist)
+        return {}
+    if not lines:
+        return {}
+    try:
+        manifest = json.loads(lines[0][0])
+    except ValueError as error:
+        raise schema.SchemaError(f"{where}: unreadable manifest ({error})") from None
+    if not isinstance(manifest, dict) or schema.MANIFEST_DELAY_LEVELS not in manifest:
+        return {}
+    return schema.check_delay_tables(manifest[schema.MANIFEST_DELAY_LEVELS], where)
 
 
 def _json_reader(spark: SparkSession):
@@ -188,7 +223,7 @@ def _json_reader(spark: SparkSession):
 def _read_raw(spark: SparkSession, source: str | Path) -> tuple[DataFrame, str]:
     """The rows of ``source`` as Spark reads them, and the format ("parquet" or "jsonl")."""
     text = str(source)
-    if "://" in text and not text.startswith("file://"):
+    if _remote(text):
         # A cluster file system: no local listing, so the name decides (a directory is read as Parquet).
         if text.rstrip("/").endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
             return _json_reader(spark).json(text), "jsonl"
@@ -624,12 +659,15 @@ def _send_back_targets(reconsume_times: pd.Series, max_reconsume: pd.Series) -> 
     return pd.Series(out, dtype=object)
 
 
-def _delays(level: pd.Series) -> pd.Series:
-    """retry_delay_dlq (b): consume_retry.delay_millis(level)."""
+def _delays(level: pd.Series, table: pd.Series) -> pd.Series:
+    """retry_delay_dlq (b): consume_retry.delay_millis(level, table), table being the trace's delay table."""
     from rocketspec.spec import consume_retry
 
-    return pd.Series([_memo(("delay", lv), lambda lv=lv: consume_retry.delay_millis(lv)) for lv in level.tolist()],
-                     dtype="int64")
+    out = []
+    for lv, tb in zip(level.tolist(), table.tolist(), strict=True):
+        levels = tuple(int(d) for d in tb)
+        out.append(_memo(("delay", lv, levels), lambda lv=lv, levels=levels: consume_retry.delay_millis(lv, levels)))
+    return pd.Series(out, dtype="int64")
 
 
 OWNER_SCHEMA = "trace_id string, seq bigint, group string, topic string, node string, reason string"
@@ -678,16 +716,29 @@ def _replay_owners(rows: pd.DataFrame) -> pd.DataFrame:
 class _Checker:
     """The invariant jobs over one cached trace DataFrame."""
 
-    def __init__(self, spark: SparkSession, ev: DataFrame, kinds: dict[str, int], traces: int) -> None:
+    def __init__(self, spark: SparkSession, ev: DataFrame, kinds: dict[str, int], traces: int,
+                 delay_tables: dict[str, tuple[int, ...]] | None = None) -> None:
         self.spark = spark
         self.ev = ev
         self.kinds = kinds
         self.traces = traces
+        self.delay_tables = delay_tables or {}
         self._cache: dict[str, DataFrame] = {}
         self._persisted: list[DataFrame] = []
         self._lock = threading.Lock()  # checks may run in threads
 
     # helpers ------------------------------------------------------------------------------------------------------
+    def with_delay_table(self, df: DataFrame) -> DataFrame:
+        """``df`` with column ``delay_table``: the delay table of each row's trace (the default when the manifest
+        gives none for it)."""
+        default = F.array(*[F.lit(d).cast("bigint") for d in DELAY_LEVEL_MILLIS])
+        if not self.delay_tables:
+            return df.withColumn("delay_table", default)
+        tables = self.spark.createDataFrame([(t, list(ms)) for t, ms in sorted(self.delay_tables.items())],
+                                            "trace_id string, own_table array<bigint>")
+        return (df.join(F.broadcast(tables), "trace_id", "left")
+                .withColumn("delay_table", F.coalesce("own_table", default)).drop("own_table"))
+
     def has(self, *kinds: str) -> bool:
         return any(self.kinds.get(k, 0) for k in kinds)
 
@@ -1241,10 +1292,10 @@ class _Checker:
                     .join(firsts, copy).where(F.col("put_seq") > F.col("first_sb"))
                     .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("put_seq")))
                     .drop("first_sb"))
-            stored = to_retry.join(puts, [*copy, "k"]).where(F.col("delay_level") >= 1)
+            stored = self.with_delay_table(to_retry.join(puts, [*copy, "k"]).where(F.col("delay_level") >= 1))
             delay = F.pandas_udf(_delays, "bigint")
-            early = (stored.withColumn("level", F.least("delay_level", F.lit(18)))
-                     .withColumn("delay", delay("level"))
+            early = (stored.withColumn("level", F.least("delay_level", F.size("delay_table")))
+                     .withColumn("delay", delay("level", "delay_table"))
                      .where(F.col("put_ts") < F.col("ts_ms") + F.col("delay"))
                      .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
                              "put_seq", F.format_string(
@@ -1300,9 +1351,14 @@ def check_spark(source: str | Path, master: str | None = None, *,
     spark = spark_session(master, small=_small_input(source))
     names = [i.name for i in inv.INVARIANTS if only is None or i.name in set(only)]
     ev, kinds, traces = load(spark, source)
+    try:
+        tables = delay_tables(spark, source)
+    except schema.SchemaError:
+        ev.unpersist()
+        raise
     events = sum(kinds.values())
     _configure(spark, events)
-    checker = _Checker(spark, ev, kinds, traces)
+    checker = _Checker(spark, ev, kinds, traces, tables)
     threads = max(1, int(os.environ.get("ROCKETSPEC_SPARK_THREADS", "2")))
     try:
         if threads == 1:

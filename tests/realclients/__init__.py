@@ -1,0 +1,1 @@
+"""Drivers for real RocketMQ clients, run as subprocesses against the served reference broker."""
