@@ -148,6 +148,8 @@ class ServedCluster:
             raise ValueError(f"broker_ports has {len(ports)} ports for {brokers} brokers")
         rules = self._rules(faults)
         cluster_options.setdefault("clock", "real")
+        # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
+        cluster_options.setdefault("keep_events", False)
         self.host = host
         self.advertise_host = advertise_host or _advertised(host)
         self._closed = False

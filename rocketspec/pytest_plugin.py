@@ -15,7 +15,8 @@ Options come from a marker of the same name::
         ...
 
 ``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues) and ``trace``
-(``False`` to record nothing; the default records Parquet under the test's temporary directory);
+(``False`` to record nothing; the default records Parquet under the test's temporary directory); its events are also
+kept in memory (``rocketmq_server.cluster.events``) unless ``keep_events=False``;
 ``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``.
 """
 
@@ -87,6 +88,7 @@ def rocketmq_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
     topics = _topics(options, "rocketmq_server")
     if options.pop("trace", True) and "trace_dir" not in options:
         options["trace_dir"] = tmp_path_factory.mktemp("rocketmq-trace")
+    options.setdefault("keep_events", True)  # a test is short; its assertions may read served.cluster.events
     served = ServedCluster(**options)
     try:
         for topic, queues in topics.items():
