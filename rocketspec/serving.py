@@ -41,6 +41,19 @@ def port_number(text: str) -> int:
     return value
 
 
+def delay_levels(text: str) -> tuple[int, ...]:
+    """A ``messageDelayLevel`` string (``1s 5s 10s ...``) as the ms of each level."""
+    from rocketspec.spec.consume_retry import parse_delay_levels
+
+    try:
+        table = parse_delay_levels(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not 1 <= len(table) <= 18 or min(table) <= 0:
+        raise argparse.ArgumentTypeError(f"expected 1 to 18 positive delays, not {text!r}")
+    return table
+
+
 def upstream_addr(text: str) -> str:
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -90,6 +103,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             trace_dir=args.trace,
             trace_format=args.trace_format,
             send_mode=args.send_mode,
+            **({"message_delay_level": args.message_delay_level} if args.message_delay_level else {}),
         )
     except ValueError as error:  # a bad fault file (FaultFileError), send mode or trace directory
         raise ServeError(str(error)) from None
@@ -114,7 +128,7 @@ def cmd_tap(args: argparse.Namespace) -> int:
     try:
         with _until_interrupted() as stop:
             run_tap(args.listen_host, args.listen, args.upstream, args.trace, fmt=args.trace_format,
-                    send_mode=args.send_mode, stop=stop)
+                    send_mode=args.send_mode, delay_levels_ms=args.message_delay_level, stop=stop)
     except TapError as error:
         raise ServeError(str(error)) from None
     except OSError as error:
@@ -157,6 +171,9 @@ def add_parsers(commands: Any) -> None:
                             "on first send)")
     serve.add_argument("--send-mode", choices=SEND_MODES, metavar="MODE",
                        help=SEND_MODE_HELP)
+    serve.add_argument("--message-delay-level", metavar="LEVELS",
+                       help="the brokers' messageDelayLevel (default RocketMQ's '1s 5s 10s 30s 1m ... 2h'); short "
+                            "delays make consume retries come back quickly")
     serve.set_defaults(handler=cmd_serve)
 
     tap = commands.add_parser(
@@ -178,4 +195,7 @@ def add_parsers(commands: Any) -> None:
                      help="trace format (default parquet)")
     tap.add_argument("--force", action="store_true", help="record into a trace directory that is not empty")
     tap.add_argument("--send-mode", choices=SEND_MODES, metavar="MODE", help=SEND_MODE_HELP)
+    tap.add_argument("--message-delay-level", type=delay_levels, metavar="LEVELS",
+                     help="the upstream brokers' messageDelayLevel when it is not RocketMQ's default (e.g. "
+                          "'1s 1s 2s'): retries in the trace are judged by it")
     tap.set_defaults(handler=cmd_tap)

@@ -125,6 +125,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
             ("serve", "--port", "0", "--trace", str(nonempty)): "is not empty",
             ("serve", "--brokers", "0"): "must be positive",
             ("serve", "--topic", ":3"): "a topic needs a name",
+            ("serve", "--port", "0", "--message-delay-level", "1x"): "bad delay level item '1x'",
         }
         for args, message in cases.items():
             result = run_cli(*args)
@@ -139,7 +140,8 @@ def test_tap_records_traffic_through_it_until_interrupted(tmp_path: Path) -> Non
     out = tmp_path / "tap-trace"
     with serving("--topic", "T") as addrs:
         proc = subprocess.Popen([*CLI, "tap", "--listen", "0", "--upstream", addrs["namesrv"], "--trace", str(out),
-                                 "--trace-format", "jsonl"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 "--trace-format", "jsonl", "--message-delay-level", "1s 1s 2s"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             line = proc.stdout.readline()  # type: ignore[union-attr]
             assert line.startswith("tap "), proc.stderr.read()  # type: ignore[union-attr]
@@ -153,6 +155,8 @@ def test_tap_records_traffic_through_it_until_interrupted(tmp_path: Path) -> Non
     rows = [json.loads(line) for path in out.glob("*.jsonl") for line in path.read_text().splitlines()]
     assert [r["kind"] for r in rows][-1] == "trace.end"
     assert "route.update" in {r["kind"] for r in rows}
+    manifest = json.loads((out / "_trace.json").read_text())
+    assert list(manifest["delay_levels_ms"].values()) == [[1000, 1000, 2000]]
 
 
 def test_tap_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -160,6 +164,8 @@ def test_tap_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         ("tap", "--listen", "0", "--upstream", "nohostport", "--trace", str(tmp_path / "t")): "expected HOST:PORT",
         ("tap", "--listen", "70000", "--upstream", "127.0.0.1:9876", "--trace", str(tmp_path / "t")): "not a port",
         ("tap", "--listen", "0", "--upstream", "127.0.0.1:9876"): "--trace",
+        ("tap", "--listen", "0", "--upstream", "127.0.0.1:9876", "--trace", str(tmp_path / "t"),
+         "--message-delay-level", "0s"): "expected 1 to 18 positive delays",
     }
     for args, message in cases.items():
         result = run_cli(*args)

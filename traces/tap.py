@@ -28,7 +28,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +142,7 @@ class Tap:
 
     def __init__(self, listen_host: str, listen_port: int, upstream: str, trace_dir: str | Path | None, *,
                  fmt: str = "parquet", trace_id: str | None = None, send_mode: str | None = None,
+                 delay_levels_ms: Sequence[int] | None = None,
                  connect_timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         split_addr(upstream)
         if not isinstance(listen_port, int) or not 0 <= listen_port < 65536:
@@ -178,7 +179,9 @@ class Tap:
             raise TapError(f"cannot listen on {_join(listen_host, listen_port)}: {error.strerror or error}") from None
         try:
             if self.trace_dir is not None:
-                self.recorder = TraceRecorder(self.events, self.trace_dir, self.trace_id, fmt=fmt, keep_events=False)
+                # The brokers' messageDelayLevel is not on the wire: the operator names it when it is not the default.
+                self.recorder = TraceRecorder(self.events, self.trace_dir, self.trace_id, fmt=fmt, keep_events=False,
+                                              delay_levels_ms=delay_levels_ms)
             self._wire.run(self._servers[0].start_serving())
         except BaseException as error:
             self._closed = True
@@ -390,6 +393,7 @@ class Tap:
 
 def run_tap(listen_host: str, listen_port: int, upstream: str, trace_dir: str | Path | None, *,
             fmt: str = "parquet", trace_id: str | None = None, send_mode: str | None = None,
+            delay_levels_ms: Sequence[int] | None = None,
             stop: threading.Event | None = None) -> dict[str, Any] | None:
     """Serve a tap until ``stop`` is set (without one: until SIGINT or SIGTERM), then write the trace.
 
@@ -397,7 +401,8 @@ def run_tap(listen_host: str, listen_port: int, upstream: str, trace_dir: str | 
     the trace manifest (None without ``trace_dir``). Raises :class:`TapError` when it cannot start (bad upstream
     address, listen address in use, trace not writable there).
     """
-    with Tap(listen_host, listen_port, upstream, trace_dir, fmt=fmt, trace_id=trace_id, send_mode=send_mode) as tap:
+    with Tap(listen_host, listen_port, upstream, trace_dir, fmt=fmt, trace_id=trace_id, send_mode=send_mode,
+             delay_levels_ms=delay_levels_ms) as tap:
         previous: dict[int, Any] = {}
         if stop is None:
             stop = threading.Event()
