@@ -31,6 +31,8 @@ from rocketspec.refimpl.message import MessageExt, MessageQueue
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.spec.protocol import SCHEDULE_TOPIC
+from rocketspec.traces.pycheck import check_python
+from rocketspec.traces.report import format_report
 
 DRIVER = Path(__file__).parent / "realclients" / "cpp_driver.py"
 QUEUES = 4  # per broker; two brokers give every topic 8 queues
@@ -110,9 +112,18 @@ def wire() -> WireLog:
 
 
 @pytest.fixture(scope="module")
-def served(cpp_client: None, wire: WireLog) -> Iterator[ServedCluster]:
-    with ServedCluster(brokers=2, observer=wire, message_delay_level=DELAY_LEVELS) as cluster:
+def served(cpp_client: None, wire: WireLog, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
+    """The served cluster of the module; its trace (broker events and what the wire shows of the clients) must hold
+    every invariant once the module is done."""
+    trace = tmp_path_factory.mktemp("cpp-trace")
+    with ServedCluster(brokers=2, observer=wire, message_delay_level=DELAY_LEVELS, trace_dir=trace,
+                       trace_format="jsonl") as cluster:
         yield cluster
+    report = check_python(trace)
+    scanned = {result.name: result.events_scanned for result in report.results}
+    assert report.ok, format_report(report)
+    # The trace really covered the clients: sends, pulls, commits, retries through the delay levels.
+    assert all(scanned[name] > 0 for name in ("pull_oracle", "retry_delay_dlq", "offset_no_regression")), scanned
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,8 @@ import pytest
 
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
+from rocketspec.traces.pycheck import check_python
+from rocketspec.traces.report import format_report
 
 JS_DIR = Path(__file__).parent / "realclients" / "js"
 INSTALL_FILES = ("package.json", "package-lock.json")
@@ -242,10 +244,15 @@ def wait_committed(served: ServedCluster, group: str, topic: str, expected: dict
 
 
 @pytest.fixture
-def served() -> Iterator[ServedCluster]:
-    with ServedCluster(brokers=1) as served:
+def served(tmp_path: Path) -> Iterator[ServedCluster]:
+    """A served cluster per test; its trace (broker events, and what the wire shows of the client) must hold every
+    invariant once the test is done."""
+    trace = tmp_path / "trace"
+    with ServedCluster(brokers=1, trace_dir=trace, trace_format="jsonl") as served:
         served.create_topic(TOPIC, queues=QUEUES)
         yield served
+    report = check_python(trace)
+    assert report.ok, format_report(report)
 
 
 def send(js_driver: Driver, served: ServedCluster, count: int, **options: Any) -> list[Event]:
