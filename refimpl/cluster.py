@@ -26,6 +26,7 @@ import attrs
 
 from rocketspec.refimpl.broker.broker import Broker
 from rocketspec.refimpl.broker.config import BrokerConfig, parse_message_delay_level
+from rocketspec.refimpl.broker.topics import validate_topic
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
 from rocketspec.refimpl.client.consumer_config import ConsumerConfig
 from rocketspec.refimpl.client.instance import ClientInstance
@@ -286,6 +287,9 @@ class Cluster:
         """Create (or update) a topic on every broker (or the named ones) and register the routes now."""
         if not topic or not isinstance(topic, str):
             raise ValueError("topic must be a non-empty string")
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise ValueError(f"{problem}: {topic!r}")
         if queues < 1:
             raise ValueError("queues must be >= 1")
         names = list(brokers) if brokers is not None else list(self.brokers)

@@ -26,9 +26,14 @@ class ServeError(Exception):
 
 def topic_spec(text: str) -> tuple[str, int]:
     """``NAME`` or ``NAME:QUEUES`` (4 queues by default)."""
+    from rocketspec.refimpl.broker.topics import validate_topic
+
     name, _, queues = text.partition(":")
     if not name:
         raise argparse.ArgumentTypeError(f"a topic needs a name: {text!r}")
+    problem = validate_topic(name)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(f"{problem}: {name!r}")
     if not queues:
         return name, 4
     return name, positive_int(queues)
@@ -108,7 +113,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ValueError as error:  # a bad fault file (FaultFileError), send mode or trace directory
         raise ServeError(str(error)) from None
     except OSError as error:
-        raise ServeError(error.strerror or str(error)) from None
+        where = f" ({error.filename})" if error.filename else ""
+        raise ServeError(f"{error.strerror or error}{where}") from None
     with served, _until_interrupted() as stop:
         for name, queues in args.topic:
             served.create_topic(name, queues)

@@ -172,3 +172,17 @@ def test_tap_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert message in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.stderr
+
+
+def test_topics_are_validated_like_rocketmq_does() -> None:
+    from rocketspec.refimpl.served import ServedCluster
+
+    with ServedCluster() as served:
+        for bad in ("a b", "x" * 128, "semi;colon"):
+            try:
+                served.create_topic(bad)
+            except ValueError as error:
+                assert "topic" in str(error)
+            else:
+                raise AssertionError(f"{bad!r} was accepted")
+        served.create_topic("ok_Topic-1%|x")
