@@ -200,8 +200,8 @@ class ServedCluster:
             self.cluster.faults.add(rule)
         if self.cluster.recorder is not None:
             # Brokers record their own events; what only the clients know (sends, pulls, retries as they asked for
-            # them) is read off the wire into the same log.
-            from rocketspec.refimpl.wiretap import WireEvents
+            # them) is read off the wire into the same log. (Imported here: tracing is the traces package's job.)
+            from rocketspec.traces.wiretap import WireEvents
 
             self._observers.append(WireEvents(self.cluster.events, server_events=True, send_mode=self._send_mode))
         for endpoint in self._endpoints.values():

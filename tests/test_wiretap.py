@@ -1,4 +1,4 @@
-"""Trace events read off the wire (``refimpl/wiretap.py``): what ``WireEvents`` writes for which frames, and what not.
+"""Trace events read off the wire (``traces/wiretap.py``): what ``WireEvents`` writes for which frames, and what not.
 
 Most tests feed hand-made ``WireFrame`` objects (so every case is exact and instant); the last one records a served
 reference cluster, whose brokers emit their own events, with ``server_events=True``.
@@ -26,11 +26,11 @@ from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.route import BrokerData, QueueData, TopicRouteData
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import WireFrame
-from rocketspec.refimpl.wiretap import MAX_PENDING_PER_CONNECTION, WireEvents
 from rocketspec.spec.protocol import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, RequestCode, ResponseCode
 from rocketspec.traces import reading
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.schema import check_row
+from rocketspec.traces.wiretap import MAX_PENDING_PER_CONNECTION, WireEvents
 
 BROKER_A, BROKER_B = "10.0.0.1:10911", "10.0.0.2:10911"
 CLIENT = "10.0.0.9:50000"

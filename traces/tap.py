@@ -7,9 +7,9 @@ one per upstream broker address (opened when first seen, on the listen host), an
 too. Frames are forwarded byte for byte except those rewritten, whose header is kept and whose JSON body is written
 again in the style it came in (standard JSON, or fastjson's bare numeric ``brokerAddrs`` keys; ``refimpl.route``).
 
-Every command either way goes to :class:`~rocketspec.refimpl.wiretap.WireEvents` (everything from the wire: broker
+Every command either way goes to :class:`~rocketspec.traces.wiretap.WireEvents` (everything from the wire: broker
 side included) and from there through an ``EventLog`` to a ``TraceRecorder``: ``OUT`` holds trace ``tap-<ms>`` (or
-the id given), ended ``CUT`` when the tap closes. What such a trace holds and leaves out is in ``refimpl.wiretap``.
+the id given), ended ``CUT`` when the tap closes. What such a trace holds and leaves out is in ``traces.wiretap``.
 
 One bad connection never disturbs another: a frame that cannot be decoded, from either side, closes that proxied pair
 (client connection and its upstream connection) only; an upstream that cannot be reached when a client connects
@@ -37,9 +37,9 @@ from rocketspec.refimpl.frame import FrameError, decode
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.route import dumps_java, loads_lenient
 from rocketspec.refimpl.tcp import WireFrame, WireLoop
-from rocketspec.refimpl.wiretap import WireEvents
 from rocketspec.spec.protocol import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from rocketspec.traces.recording import FORMATS, TraceRecorder, TraceWriteError
+from rocketspec.traces.wiretap import WireEvents
 
 log = logging.getLogger("rocketspec.tap")
 
