@@ -110,13 +110,20 @@ def load_fault_file(path: str | Path) -> list[FaultRule]:
     return rules
 
 
-def _advertised(host: str) -> str:
-    if host not in ("", "0.0.0.0", "::"):
-        return host
+def _advertised(host: str, advertise_host: str | None) -> str:
+    """The IPv4 address brokers register: message ids carry it as 4 bytes, as Java's ``brokerIP1`` does. A host
+    name is resolved; a wildcard bind advertises this machine's address."""
+    name = advertise_host or host
+    if name in ("", "0.0.0.0", "::"):
+        try:
+            return socket.gethostbyname(socket.gethostname())
+        except OSError:
+            return "127.0.0.1"
     try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return "127.0.0.1"
+        return socket.gethostbyname(name)
+    except OSError as error:
+        raise ValueError(f"cannot resolve {name!r} to an IPv4 address for brokers to advertise: "
+                         f"{error.strerror or error}") from None
 
 
 class ServedCluster:
@@ -151,7 +158,7 @@ class ServedCluster:
         # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
         cluster_options.setdefault("keep_events", False)
         self.host = host
-        self.advertise_host = advertise_host or _advertised(host)
+        self.advertise_host = _advertised(host, advertise_host)
         self._closed = False
         self.wire = WireLoop()
         self._endpoints: dict[str, TcpEndpoint] = {}
@@ -242,7 +249,7 @@ class ServedCluster:
 
     @property
     def _cluster(self) -> Cluster:
-        if self.cluster is None:
+        if self.cluster is None or self._closed:
             raise RuntimeError("the served cluster is closed")
         return self.cluster
 
