@@ -194,6 +194,7 @@ class _Protocol(asyncio.Protocol):
             frames = self.reader.feed(data)
         except FrameError as failure:
             frames, error = [], failure
+        dispatched = False
         for frame in frames:
             try:
                 command, serialize = decode(frame)
@@ -205,12 +206,18 @@ class _Protocol(asyncio.Protocol):
                 error = failure
                 break
             self.endpoint.runtime.call_soon(lambda c=command, s=serialize: self.endpoint.arrived(channel, c, s))
+            dispatched = True
         error = error or self.reader.broken
         if error is not None:
             # Framing is lost: nothing after this can be trusted on this connection, and only on this one.
             log.info("%s: closing %s: %s", self.endpoint.node, channel.remote_addr, error)
             self.endpoint.frame_errors += 1
-            channel._transport.close()
+            channel._transport.pause_reading()
+            if dispatched:
+                # Close behind the answers to the whole frames that came first (the loop runs them in order).
+                self.endpoint.runtime.call_soon(channel.close)
+            else:
+                channel._transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self.channel

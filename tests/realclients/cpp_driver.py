@@ -36,6 +36,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import sys
 import threading
 import time
@@ -247,8 +248,23 @@ def run_producer(client: Any, args: argparse.Namespace) -> int:
             except Exception as exc:
                 failed(args.scenario, i, exc)
     _shutdown(producer.shutdown, args)
+    report_client_retries(args)
     emit("done", role="producer", name=args.name, **counts)
     return 0
+
+
+# librocketmq's send_orderly (sendAutoRetrySelectImpl) tries a failed first attempt again on the NEXT queue of the
+# route, and says so only in its log: "send failed of times:1,mq:MessageQueue [topic=T, brokerName=B, queueId=N]".
+_CLIENT_RETRY = re.compile(r"send failed of times:(\d+),mq:MessageQueue \[topic=(.*?), brokerName=(.*?), "
+                           r"queueId=(-?\d+)\]")
+
+
+def report_client_retries(args: argparse.Namespace) -> None:
+    """One ``client-retry`` line per attempt the library itself retried (read from its log under $HOME)."""
+    for path in sorted((Path(os.environ.get("HOME", ".")) / "logs" / "rocketmq-cpp").glob("*.log*")):
+        for match in _CLIENT_RETRY.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            emit("client-retry", name=args.name, times=int(match[1]), topic=match[2], broker=match[3],
+                 queue_id=int(match[4]))
 
 
 def _send_async(client: Any, producer: Any, args: argparse.Namespace, indices: range, deadline: float,
