@@ -26,7 +26,7 @@ from typing import Any
 
 from rocketspec.refimpl.cluster import Cluster, broker_name
 from rocketspec.refimpl.remoting import FaultRule, Faults, Server, parse_request_code, parse_response_code
-from rocketspec.refimpl.tcp import TcpEndpoint, WireFrame, WireLoop, WireObserver
+from rocketspec.refimpl.tcp import MAX_UNSENT_BYTES, TcpEndpoint, WireFrame, WireLoop, WireObserver
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT
 
 NAMESRV_NODE = "namesrv"
@@ -144,6 +144,7 @@ class ServedCluster:
         trace_format: str = "parquet",
         trace_id: str | None = None,
         send_mode: str | None = None,
+        max_unsent_bytes: int = MAX_UNSENT_BYTES,
         **cluster_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or isinstance(brokers, bool) or brokers < 1:
@@ -153,6 +154,9 @@ class ServedCluster:
         ports = list(broker_ports) if broker_ports is not None else [0] * brokers
         if len(ports) != brokers:
             raise ValueError(f"broker_ports has {len(ports)} ports for {brokers} brokers")
+        if isinstance(max_unsent_bytes, bool) or not isinstance(max_unsent_bytes, int) or max_unsent_bytes <= 0:
+            raise ValueError(f"max_unsent_bytes must be a positive integer, not {max_unsent_bytes!r}")
+        self._max_unsent_bytes = max_unsent_bytes
         rules = self._rules(faults)
         cluster_options.setdefault("clock", "real")
         # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
@@ -189,6 +193,7 @@ class ServedCluster:
         # Sockets first (their ports are the addresses brokers register), serving only once the cluster exists.
         for node, wanted in [(NAMESRV_NODE, port), *zip(names, ports, strict=True)]:
             endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, observer=_Fanout(self))
+            endpoint.max_unsent_bytes = self._max_unsent_bytes
             try:
                 bound = endpoint.bind(self.host, wanted)
             except OSError as error:

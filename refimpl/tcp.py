@@ -40,6 +40,8 @@ log = logging.getLogger("rocketspec.tcp")
 
 _connection_ids = itertools.count(1)
 _MAX_UNANSWERED = 65_536
+#: Answers a connection may leave unread in the server's buffer before it is closed (Netty's high water mark role).
+MAX_UNSENT_BYTES = 64 * 1024 * 1024
 
 
 @attrs.frozen
@@ -123,8 +125,18 @@ class TcpChannel:
         except Exception as error:  # too large, or a value the header cannot hold: this answer is lost, not the loop
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
+        self.endpoint.wire.call(lambda: self._send_bytes(data))
+
+    def _send_bytes(self, data: bytes) -> None:
+        """Socket thread: write, unless the client stopped reading (its unsent answers would grow without bound)."""
         transport = self._transport
-        self.endpoint.wire.call(lambda: None if transport.is_closing() else transport.write(data))
+        if transport.is_closing():
+            return
+        transport.write(data)
+        if transport.get_write_buffer_size() > self.endpoint.max_unsent_bytes:
+            log.warning("%s: closing %s: more than %d bytes of answers it does not read", self.endpoint.node,
+                        self.remote_addr, self.endpoint.max_unsent_bytes)
+            transport.abort()
 
     def send_response(self, response: RemotingCommand) -> None:
         self._write(response, self._serialize_of.pop(response.opaque, self.serialize))
@@ -250,6 +262,7 @@ class TcpEndpoint:
         self.observer = observer
         self.connections: set[TcpChannel] = set()
         self.frame_errors = 0
+        self.max_unsent_bytes = MAX_UNSENT_BYTES
         self.port = 0
         self._server: asyncio.base_events.Server | None = None
 

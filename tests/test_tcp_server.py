@@ -497,3 +497,19 @@ def test_stopped_broker_closes_its_connections_and_serves_again_after_restart() 
         with WireClient(addr) as again:
             response = again.request(max_offset)
         assert response.code == ResponseCode.SUCCESS
+
+
+def test_a_client_that_never_reads_is_closed_and_nobody_else_notices() -> None:
+    """Answers a connection leaves unread pile up in the server only to ``max_unsent_bytes``; then it is closed."""
+    with ServedCluster(max_unsent_bytes=64 * 1024) as served:
+        served.create_topic(TOPIC, queues=4)
+        host, port = served.namesrv_addr.rsplit(":", 1)
+        with socket.socket() as greedy:
+            greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # keep the kernel from absorbing it all
+            greedy.connect((host, int(port)))
+            greedy.sendall(b"".join(encode(route_request()) for _ in range(40_000)))
+            deadline = time.monotonic() + 10
+            while served.connections("namesrv") and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert served.connections("namesrv") == 0
+        assert answers(served.namesrv_addr)
