@@ -104,6 +104,7 @@ class TcpChannel:
         # Requests the broker starts use the type the client spoke last; a response, its own request's type.
         self.serialize = SerializeType.JSON
         self._serialize_of: dict[int, SerializeType] = {}
+        self._lost_answers: set[int] = set()
         self._open = True
         self._pending: dict[int, Future[RemotingCommand]] = {}
         self.server: Server | None = None
@@ -139,7 +140,11 @@ class TcpChannel:
             transport.abort()
 
     def send_response(self, response: RemotingCommand) -> None:
-        self._write(response, self._serialize_of.pop(response.opaque, self.serialize))
+        serialize = self._serialize_of.pop(response.opaque, self.serialize)
+        if response.opaque in self._lost_answers:  # a drop_response fault, also for an answer given later (long poll)
+            self._lost_answers.discard(response.opaque)
+            return
+        self._write(response, serialize)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
         self._write(request, self.serialize)
@@ -372,10 +377,12 @@ class TcpEndpoint:
             proceed()
 
     def _process(self, server: Server, channel: TcpChannel, command: RemotingCommand, *, respond: bool) -> None:
+        if not respond and not command.is_oneway:
+            channel._lost_answers.add(command.opaque)
         try:
             response = server.handle(command, channel)
         except Exception:  # dispatch already answers handler errors; this is a bug in the server itself
             log.exception("%s: %s failed", self.node, command.code_name())
             response = command.response(ResponseCode.SYSTEM_ERROR, remark="internal server error")
-        if response is not None and respond and not command.is_oneway:
+        if response is not None and not command.is_oneway:
             channel.send_response(response)

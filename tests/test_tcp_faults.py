@@ -180,6 +180,33 @@ def test_drop_response_does_the_work_silently(served: ServedCluster) -> None:
     assert_unaffected(served, "broker-a")
 
 
+@pytest.mark.parametrize("dropped", [True, False], ids=["drop_response", "no fault"])
+def test_drop_response_also_loses_an_answer_given_later(served: ServedCluster, dropped: bool) -> None:
+    """A long-polling pull is held and answered when a message arrives: a drop_response fault loses that answer too."""
+    topic = f"HeldPull{int(dropped)}"
+    served.create_topic(topic, queues=1)
+    if dropped:
+        served.faults.drop("broker-a", "PULL_MESSAGE", response=True)
+    with WireClient(served.broker_addrs["broker-a"]) as consumer, \
+            WireClient(served.broker_addrs["broker-a"]) as producer:
+        pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": "HeldCG", "topic": topic, "queueId": 0, "queueOffset": 0, "maxMsgNums": 32,
+            "sysFlag": 6, "commitOffset": 0, "suspendTimeoutMillis": 5000, "subVersion": 0, "subscription": "*",
+            "expressionType": "TAG"})  # sysFlag 6: suspend (long polling) and the subscription in the request
+        consumer.send(pull)
+        time.sleep(0.3)  # held: nothing to answer yet
+        message = send(unique_body())
+        held = RemotingCommand(message.code, {**message.ext_fields, "topic": topic}, message.body,
+                               opaque=message.opaque)
+        assert producer.request(held).code == ResponseCode.SUCCESS
+        if dropped:
+            with pytest.raises(TimeoutError):
+                consumer.response_to(pull.opaque, timeout=SILENCE_S)
+        else:
+            answer, _ = consumer.response_to(pull.opaque)
+            assert answer.code == ResponseCode.SUCCESS and answer.body
+
+
 # -------------------------------------------------------------------------------------------------------- duplicate
 
 
