@@ -26,7 +26,15 @@ from typing import Any
 
 from rocketspec.refimpl.cluster import Cluster, broker_name
 from rocketspec.refimpl.remoting import FaultRule, Faults, Server, parse_request_code, parse_response_code
-from rocketspec.refimpl.tcp import MAX_UNSENT_BYTES, TcpEndpoint, WireFrame, WireLoop, WireObserver
+from rocketspec.refimpl.tcp import (
+    MAX_UNSENT_BYTES,
+    WILDCARD_HOSTS,
+    TcpEndpoint,
+    WireFrame,
+    WireLoop,
+    WireObserver,
+    this_machine_host,
+)
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT
 
 NAMESRV_NODE = "namesrv"
@@ -114,11 +122,8 @@ def _advertised(host: str, advertise_host: str | None) -> str:
     """The IPv4 address brokers register: message ids carry it as 4 bytes, as Java's ``brokerIP1`` does. A host
     name is resolved; a wildcard bind advertises this machine's address."""
     name = advertise_host or host
-    if name in ("", "0.0.0.0", "::"):
-        try:
-            return socket.gethostbyname(socket.gethostname())
-        except OSError:
-            return "127.0.0.1"
+    if name in WILDCARD_HOSTS:
+        return this_machine_host()
     try:
         return socket.gethostbyname(name)
     except OSError as error:

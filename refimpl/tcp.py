@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -55,6 +56,28 @@ class WireFrame:
     from_client: bool
     command: RemotingCommand
     ts_ms: int
+
+
+#: Bind addresses meaning "every interface": clients must be given this machine's address instead.
+WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+
+
+def split_addr(addr: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` too) as (host, port); ``ValueError`` when it is not one."""
+    host, sep, port = addr.rpartition(":") if isinstance(addr, str) else ("", "", "")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, not {addr!r}")
+    return host, int(port)
+
+
+def this_machine_host() -> str:
+    """The address other machines reach this one at, for listeners bound to a wildcard (loopback if unknown)."""
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
 
 
 class WireObserver(Protocol):

@@ -60,9 +60,12 @@ def delay_levels(text: str) -> tuple[int, ...]:
 
 
 def upstream_addr(text: str) -> str:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, not {text!r}")
+    from rocketspec.refimpl.tcp import split_addr
+
+    try:
+        split_addr(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

@@ -23,7 +23,6 @@ import itertools
 import json
 import logging
 import signal
-import socket
 import struct
 import sys
 import threading
@@ -32,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rocketspec.refimpl import tcp
 from rocketspec.refimpl.events import EventLog
 from rocketspec.refimpl.frame import FrameError, decode
 from rocketspec.refimpl.remoting import RemotingCommand
@@ -49,7 +49,6 @@ NAMESRV_NODE = "namesrv"
 CONNECT_TIMEOUT_S = 3.0
 _INT = struct.Struct(">i")
 _REWRITTEN = frozenset({RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO})
-_WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
 class TapError(ValueError):
@@ -58,22 +57,15 @@ class TapError(ValueError):
 
 def split_addr(addr: str, what: str = "upstream") -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT`` too) → (host, port); :class:`TapError` when it is not one."""
-    host, sep, port = addr.rpartition(":") if isinstance(addr, str) else ("", "", "")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise TapError(f"{what} must be HOST:PORT, not {addr!r}")
-    return host, int(port)
+    try:
+        return tcp.split_addr(addr)
+    except ValueError:
+        raise TapError(f"{what} must be HOST:PORT, not {addr!r}") from None
 
 
 def _public_host(host: str) -> str:
     """The host clients dial for a listener bound to ``host`` (this machine's address for a wildcard)."""
-    if host not in _WILDCARD_HOSTS:
-        return host
-    try:
-        return socket.gethostbyname(socket.gethostname())
-    except OSError:
-        return "127.0.0.1"
+    return tcp.this_machine_host() if host in tcp.WILDCARD_HOSTS else host
 
 
 def _join(host: str, port: int) -> str:
