@@ -26,3 +26,43 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+# ------------------------------------------------------------------ the real RocketMQ 4.9.8 and the official Java client
+# Tests that use these are marked `pytest.mark.xdist_group("rocketmq-real")` so that one xdist worker starts the
+# real cluster once (`--dist loadgroup` in pyproject); see tests/realcluster.py for the setting that finds it.
+
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+from realcluster import SERVED_OPTIONS, JavaDriver, RealCluster, require_home  # noqa: E402
+
+from rocketspec.refimpl.served import ServedCluster  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def rocketmq_home() -> Path:
+    return require_home()
+
+
+@pytest.fixture(scope="session")
+def real_rocketmq(rocketmq_home: Path) -> Iterator[RealCluster]:
+    """A real RocketMQ 4.9.8 name server and two brokers (broker-a, broker-b) with the suite's short timers."""
+    with tempfile.TemporaryDirectory(prefix="rocketspec-real-") as base, \
+            RealCluster(rocketmq_home, Path(base), brokers=2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def served_for_java() -> Iterator[ServedCluster]:
+    """`serve` with two brokers configured like `real_rocketmq` (same delay levels and transaction timers)."""
+    with ServedCluster(brokers=2, **SERVED_OPTIONS) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def java_driver(rocketmq_home: Path) -> Iterator[JavaDriver]:
+    with tempfile.TemporaryDirectory(prefix="rocketspec-java-") as work:
+        yield JavaDriver(rocketmq_home, Path(work))
