@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from rocketspec.refimpl.events import EventLog
+from rocketspec.refimpl.namesrv_admin import NamesrvAdmin
 from rocketspec.refimpl.remoting import Channel, HeaderError, Network, RemotingCommand, dispatch
 from rocketspec.refimpl.route import (
     BrokerData,
@@ -34,6 +35,7 @@ from rocketspec.spec.protocol import (
     DEFAULT_NAMESRV_PORT,
     FAQ_URL,
     MASTER_ID,
+    NAMESPACE_ORDER_TOPIC_CONFIG,
     NAMESRV_SCAN_INTERVAL_MS,
     VERSION_V3_0_11,
     VERSION_V4_9_4,
@@ -78,6 +80,9 @@ class NameServer:
             RequestCode.GET_BROKER_CLUSTER_INFO: self._get_cluster_info,
             RequestCode.QUERY_DATA_VERSION: self._query_data_version,
         }
+        # KV config, topic lists and topic deletion (namesrv_admin.py).
+        self.admin = NamesrvAdmin(self)
+        self._handlers.update(self.admin.handlers())
 
     # lifecycle ------------------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -274,7 +279,9 @@ class NameServer:
                 raise HeaderError(f"Failed to decode RegisterBrokerBody: {error}") from None
         ha, master = self.register_broker(cluster, broker_addr, broker_name, broker_id, ha_server_addr, body,
                                           channel)
-        return request.response(ResponseCode.SUCCESS, {"haServerAddr": ha, "masterAddr": master})
+        # The ORDER_TOPIC_CONFIG KV namespace rides along: brokers set their topics' order flags from it.
+        return request.response(ResponseCode.SUCCESS, {"haServerAddr": ha, "masterAddr": master},
+                                body=self.admin.kv.order_topic_body())
 
     def _unregister_broker(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         self.unregister_broker(request.require("clusterName"), request.require("brokerAddr"),
@@ -289,6 +296,8 @@ class NameServer:
                 ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
             )
+        if self.admin.order_message_enable:  # NamesrvConfig.orderMessageEnable: the ORDER_TOPIC_CONFIG entry
+            route.order_topic_conf = self.admin.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
         standard = request.version >= VERSION_V4_9_4 or request.bool_field("acceptStandardJsonOnly")
         return request.response(ResponseCode.SUCCESS, body=route.to_json(standard=standard))
 

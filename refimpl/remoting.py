@@ -49,6 +49,18 @@ class HeaderError(Exception):
     """A request header field is missing or malformed (the server answers SYSTEM_ERROR with this text)."""
 
 
+JAVA_HEADER_PACKAGE = "org.apache.rocketmq.common.protocol.header."
+
+
+def java_null_unboxed(header_class: str, getter: str, boxed: str, at: str | None = None) -> str:
+    """The SYSTEM_ERROR remark of a header field Java's decoder left null and the processor then unboxed: Java 17's
+    helpful NullPointerException text and, where known, the throwing frame ``RemotingHelper.exceptionSimpleDesc``
+    appends (``at``: ``Class.method(File.java:line)`` of the 4.9.8 broker)."""
+    text = (f'java.lang.NullPointerException: Cannot invoke "java.lang.{boxed}()" because the return value of '
+            f'"{JAVA_HEADER_PACKAGE}{header_class}.{getter}()" is null')
+    return text if at is None else f"{text}, {at}"
+
+
 def header_text(value: object) -> str:
     """extFields values are text: booleans as Java prints them, numbers in decimal."""
     if isinstance(value, bool):

@@ -29,12 +29,22 @@ from rocketspec.spec.queues import MessageQueue, java_string_key
 # ------------------------------------------------------------------------------------------------------------ fastjson
 
 
+class RawJson(str):
+    """Text already in JSON form, written as is. fastjson writes a map keyed by an object (``MessageQueue`` in
+    ``TopicStatsTable`` / ``ConsumeStats`` / ``ResetOffsetBody``) with the object itself as the key:
+    ``{{"brokerName":"b","queueId":0,"topic":"T"}:{...}}``."""
+
+
 def _encode(value: Any, *, standard: bool) -> str:
     """fastjson-like compact JSON: sorted keys; int keys bare unless ``standard`` (QuoteFieldNames + MapSortField)."""
+    if isinstance(value, RawJson):
+        return str(value)
     if isinstance(value, Mapping):
         parts = []
         for key in sorted(value, key=lambda k: (not isinstance(k, int), k if isinstance(k, int) else 0, str(k))):
-            if isinstance(key, int) and not isinstance(key, bool) and not standard:
+            if isinstance(key, RawJson):
+                name = str(key)
+            elif isinstance(key, int) and not isinstance(key, bool) and not standard:
                 name = str(key)
             else:
                 name = json.dumps(str(key), ensure_ascii=standard)

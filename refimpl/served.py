@@ -16,6 +16,7 @@ inspection, broker stop and restart (connections to a stopped broker close; it s
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import socket
@@ -35,7 +36,7 @@ from rocketspec.refimpl.tcp import (
     WireObserver,
     this_machine_host,
 )
-from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT
+from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, VIP_CHANNEL_PORT_OFFSET
 
 NAMESRV_NODE = "namesrv"
 
@@ -46,6 +47,8 @@ class FaultFileError(ValueError):
     """A fault file that cannot be read or has a rule that is not valid."""
 
 
+# Ephemeral ports drawn for a broker before giving up on finding port - 2 free as well.
+VIP_BIND_ATTEMPTS = 50
 _RULE_KEYS = {"action", "target", "broker", "request", "code", "remark", "ms", "times", "client", "probability"}
 
 
@@ -200,7 +203,8 @@ class ServedCluster:
             endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, observer=_Fanout(self))
             endpoint.max_unsent_bytes = self._max_unsent_bytes
             try:
-                bound = endpoint.bind(self.host, wanted)
+                bound = self._bind_vip_pair(endpoint, wanted) if node != NAMESRV_NODE else endpoint.bind(
+                    self.host, wanted)
             except OSError as error:
                 raise OSError(error.errno, f"cannot listen on {self.host}:{wanted} for {node}: "
                                            f"{error.strerror or error}") from None
@@ -223,6 +227,25 @@ class ServedCluster:
             self._observers.append(WireEvents(self.cluster.events, server_events=True, send_mode=self._send_mode))
         for endpoint in self._endpoints.values():
             endpoint.serve(self.cluster.runtime, self.cluster.faults)
+
+    def _bind_vip_pair(self, endpoint: TcpEndpoint, wanted: int) -> int:
+        """A broker listens on its port and, like ``BrokerController``'s fastRemotingServer, on port - 2: the VIP
+        channel a Java client with ``vipChannelEnabled`` dials. An ephemeral port is drawn again until both fit."""
+        failure = OSError(errno.EADDRINUSE, "no port pair")
+        port = wanted
+        for _ in range(VIP_BIND_ATTEMPTS if wanted == 0 else 1):
+            port = endpoint.bind(self.host, wanted)
+            if port > VIP_CHANNEL_PORT_OFFSET:
+                try:
+                    endpoint.bind_also(self.host, port - VIP_CHANNEL_PORT_OFFSET)
+                    return port
+                except OSError as error:
+                    failure = error
+            else:
+                failure = OSError(errno.EADDRNOTAVAIL, f"no VIP channel port below {port}")
+            endpoint.unbind()
+        raise OSError(failure.errno, f"the VIP channel port {port - VIP_CHANNEL_PORT_OFFSET} is not free "
+                                     f"({failure.strerror or failure})")
 
     def _observe(self, frame: WireFrame) -> None:
         for observer in self._observers:

@@ -37,7 +37,7 @@ import os
 import struct
 import urllib.parse
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Protocol
 
 import attrs
@@ -271,6 +271,11 @@ class MessageToStore:
     born_host: str = "127.0.0.1:0"
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
+    # The stored properties text where it is not ``properties`` encoded: a batch message's own text with the
+    # batch's appended (CommitLog.MessageExtBatchEncoder), keys repeated as they come; a single message's
+    # ``propertiesString`` where 4.9.8 writes something else than the map it decides with (WAIT left out on send, a
+    # delivered delayed message written as it was parked). A delay conversion re-encodes the map.
+    properties_text: str | None = None
 
 
 @attrs.frozen
@@ -290,6 +295,20 @@ class PutResult:
     @property
     def ok(self) -> bool:
         return self.status is PutMessageStatus.PUT_OK
+
+
+@attrs.frozen
+class StoredRecord:
+    """What a commit-log dispatcher sees of one written message (``DispatchRequest``): where it is, its topic as
+    stored (SCHEDULE_TOPIC_XXXX for a parked delayed message), sysFlag, store time and properties."""
+
+    topic: str
+    queue_id: int
+    commit_log_offset: int
+    size: int
+    sys_flag: int
+    store_timestamp: int
+    properties: dict[str, str]
 
 
 @attrs.frozen
@@ -487,6 +506,7 @@ class MessageStore:
         self._dirty_cqs: set[_ConsumeQueue] = set()
         self._listeners: list[Callable[[str, int, int, int], None]] = []
         self._delete_listeners: list[Callable[[str, int, int], None]] = []
+        self._dispatchers: list[Callable[[StoredRecord], None]] = []
         self._checkpoint = -1  # commit-log offset the durable consume queues cover
         self._messages = 0
         self._closed = False
@@ -503,10 +523,14 @@ class MessageStore:
             return _fail(PutMessageStatus.SERVICE_NOT_AVAILABLE)
         topic = msg.topic
         props = msg.properties
+        # MessageExtBrokerInner.propertiesString: what is written, where it differs from the map the store decides
+        # with (SendMessageProcessor leaves WAIT out of it, messageTimeup encodes it before clearing DELAY); a delay
+        # conversion re-encodes the map.
+        props_text = codec.encode_properties(props) if msg.properties_text is None else msg.properties_text
+        written = props if msg.properties_text is None else codec.decode_properties(props_text)
         # DefaultMessageStore.checkMessage: topic and properties lengths in Java chars.
         if not topic or _too_long(topic, protocol.TOPIC_MAX_LENGTH):
             return _fail(PutMessageStatus.MESSAGE_ILLEGAL)
-        props_text = codec.encode_properties(props)
         if _too_long(props_text, protocol.MAX_PROPERTIES_LENGTH):
             return _fail(PutMessageStatus.MESSAGE_ILLEGAL)
         queue_id = msg.queue_id
@@ -526,6 +550,7 @@ class MessageStore:
                     props[Property.DELAY_TIME_LEVEL] = str(level)
                     props[Property.REAL_TOPIC] = topic
                     props[Property.REAL_QUEUE_ID] = str(queue_id)
+                    written = props
                     props_text = codec.encode_properties(props)
                     topic = protocol.SCHEDULE_TOPIC
                     queue_id = level - 1
@@ -572,12 +597,14 @@ class MessageStore:
         if dispatch:
             if cq is None:
                 cq = self._new_cq(topic, queue_id)
-            tags = _tags_code(topic, props, now, self.delay_level_millis)
+            tags = _tags_code(topic, written, now, self.delay_level_millis)
             cq.append(phy, size, tags)
             self._dirty_cqs.add(cq)
         if self.flush_mode == "sync":
             self._flush_commit_log()
         offset_id = (self._store_host_bytes + _I64.pack(phy)).hex().upper()
+        for dispatcher in self._dispatchers:
+            dispatcher(StoredRecord(topic, queue_id, phy, size, sys_flag, now, written))
         if dispatch:
             for listener in self._listeners:
                 listener(topic, queue_id, queue_offset, tags)
@@ -613,7 +640,8 @@ class MessageStore:
                 if not isinstance(body, (bytearray, memoryview)):
                     return _fail(PutMessageStatus.MESSAGE_ILLEGAL)
                 body = bytes(body)
-            props_bytes = codec.encode_properties(msg.properties).encode("utf-8")
+            text = msg.properties_text
+            props_bytes = (codec.encode_properties(msg.properties) if text is None else text).encode("utf-8")
             if len(props_bytes) > protocol.MAX_PROPERTIES_LENGTH:
                 return _fail(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
             try:
@@ -652,6 +680,8 @@ class MessageStore:
             queue_offsets.append(queue_offset)
             offset_ids.append((self._store_host_bytes + _I64.pack(phy)).hex().upper())
             arrivals.append((queue_offset, tags))
+            for dispatcher in self._dispatchers:
+                dispatcher(StoredRecord(topic, queue_id, phy, size, msg.sys_flag, now, props))
             phy += size
         segment.length += total
         segment.last_ts = now
@@ -675,6 +705,24 @@ class MessageStore:
         """``fn(topic, queue_id, min_offset)`` whenever deleting old data moves a consume queue's min offset up (not
         on recovery, which only restores what an earlier deletion already reported)."""
         self._delete_listeners.append(fn)
+
+    def add_dispatcher(self, fn: Callable[[StoredRecord], None]) -> None:
+        """``CommitLogDispatcher``: ``fn(record)`` for every message written from now on, dispatched to a consume
+        queue or not (prepared and rolled-back transaction messages too); ``records`` replays what is stored."""
+        self._dispatchers.append(fn)
+
+    def records(self) -> Iterator[StoredRecord]:
+        """Every message in the commit log, oldest first (what ``ReputMessageService`` would dispatch from the
+        commit log's first offset)."""
+        for segment in list(self._segments):
+            data = segment.data
+            pos = 0
+            end = segment.length - (_BLANK_MIN if segment.sealed else 0)
+            while pos < end:
+                size = _I32.unpack_from(data, pos)[0]
+                topic, queue_id, _, sys_flag, store_ts, props = _dispatch_fields(data, pos, size)
+                yield StoredRecord(topic, queue_id, segment.base + pos, size, sys_flag, store_ts, props)
+                pos += size
 
     def remove_arrival_listener(self, fn: Callable[[str, int, int, int], None]) -> None:
         if fn in self._listeners:
@@ -721,10 +769,12 @@ class MessageStore:
         offset: int,
         max_msgs: int,
         tags_filter: Callable[[int], bool] | None = None,
+        commit_log_filter: Callable[[bytes], bool] | None = None,
     ) -> GetMessageResult:
         """``DefaultMessageStore.getMessage`` of 4.9.8 on a master (REFERENCE §C).
 
-        ``tags_filter(tags_code)`` is the consume-queue match of the subscription (``isMatchedByConsumeQueue``).
+        ``tags_filter(tags_code)`` is the consume-queue match of the subscription (``isMatchedByConsumeQueue``),
+        ``commit_log_filter(stored message)`` the match on the message read (``isMatchedByCommitLog``: SQL92).
         Messages are read from memory, so the in-memory batch limits apply (256 KiB, 32 messages) besides
         ``max_msgs``; at most max(16000, max_msgs*20) bytes of consume queue (entries × 20) are scanned, never past
         the end of the consume-queue file holding ``offset``.
@@ -786,6 +836,11 @@ class MessageStore:
                     status = GetMessageStatus.MESSAGE_WAS_REMOVING
                 # CommitLog.rollNextFile: skip the rest of the missing commit-log file.
                 next_phy_file_start = phy + self.segment_bytes - phy % self.segment_bytes
+                i += 1
+                continue
+            if commit_log_filter is not None and not commit_log_filter(data):
+                if total == 0:
+                    status = GetMessageStatus.NO_MATCHED_MESSAGE
                 i += 1
                 continue
             messages.append(data)
@@ -869,27 +924,45 @@ class MessageStore:
         return _I64.unpack_from(segment.data, pos + ts_pos)[0]
 
     def offset_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
-        """``getOffsetInQueueByTime``: the first queue offset whose message was stored at or after ``timestamp_ms``;
-        the max offset if none was, the min offset if all were. 0 for an unknown queue.
+        """``ConsumeQueue.getOffsetInQueueByTime`` (4.9.8): a binary search over the queue's entries by store time
+        that answers an entry stored exactly at ``timestamp_ms`` if it meets one, else the entry nearest in time among
+        the last one before and the first one after (the earlier on a tie); the first entry if all are later, the
+        last entry (not the max offset) if all are earlier. 0 for an unknown or empty queue, and 0 when a message
+        cannot be read. Entries whose message was deleted count as earlier, as in Java.
 
-        RocketMQ 4.9.8 binary-searches one consume-queue file and may answer the entry nearest in time; here the
-        answer is the first entry at or after the time (what 5.x calls the lower boundary), over the whole queue.
-        Entries whose message is gone count as earlier, as in Java.
+        4.9.8 searches the one consume-queue file whose time covers ``timestamp_ms`` (300,000 entries per file); this
+        queue is searched whole, which is the same answer while a queue holds one file's worth of entries.
         """
         cq = self._cqs.get((topic, queue_id))
         if cq is None:
             return 0
-        lo = max(cq.min_logic, cq.first_file * cq.entries)
-        hi = cq.max_offset
-        while lo < hi:
-            mid = (lo + hi) // 2
+        low = max(cq.min_logic, cq.first_file * cq.entries)
+        high = cq.max_offset - 1
+        if high < low:
+            return 0
+        left = right = -1
+        left_time = right_time = -1
+        min_phy = self.commit_log_min_offset()
+        while high >= low:
+            mid = (low + high) // 2
             entry = cq.entry(mid)
-            stored = -1 if entry is None else self._store_timestamp(entry[0], entry[1])
-            if stored < timestamp_ms:
-                lo = mid + 1
+            if entry is None or entry[0] < min_phy:
+                low, left = mid + 1, mid
+                continue
+            stored = self._store_timestamp(entry[0], entry[1])
+            if stored < 0:
+                return 0
+            if stored == timestamp_ms:
+                return mid
+            if stored > timestamp_ms:
+                high, right, right_time = mid - 1, mid, stored
             else:
-                hi = mid
-        return lo
+                low, left, left_time = mid + 1, mid, stored
+        if left_time == -1:
+            return right
+        if right_time == -1:
+            return left
+        return right if abs(timestamp_ms - left_time) > abs(timestamp_ms - right_time) else left
 
     def min_offset(self, topic: str, queue_id: int) -> int:
         """``getMinOffsetInQueue`` (0 for a queue that does not exist: Java creates it empty)."""
@@ -900,6 +973,69 @@ class MessageStore:
         """``getMaxOffsetInQueue``: one past the last entry (0 for a queue that does not exist)."""
         cq = self._cqs.get((topic, queue_id))
         return 0 if cq is None else cq.max_offset
+
+    def message_store_timestamp(self, topic: str, queue_id: int, offset: int) -> int:
+        """``getMessageStoreTimeStamp``: store time of the message at this queue offset, -1 when there is none."""
+        cq = self._cqs.get((topic, queue_id))
+        if cq is None or offset < cq.min_logic:
+            return -1
+        entry = cq.entry(offset)
+        if entry is None or entry[1] == 0x7FFFFFFF:  # absent, or a blank entry padding a hole
+            return -1
+        return self._store_timestamp(entry[0], entry[1])
+
+    def earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """``getEarliestMessageTime``: store time of the queue's first message (of the commit log's first message
+        without a topic); -1 when there is none."""
+        if topic is not None:
+            cq = self._cqs.get((topic, queue_id))
+            return -1 if cq is None else self.message_store_timestamp(topic, queue_id, cq.min_logic)
+        if not self._segments or self._segments[0].length < codec.STORED_FIXED_BYTES:
+            return -1
+        first = self._segments[0]
+        return self._store_timestamp(first.base, _I32.unpack_from(first.data, 0)[0])
+
+    def clean_unused_topics(self, keep: set[str]) -> list[str]:
+        """``cleanUnusedTopic``: drop the consume queues (and their files) of every topic not in ``keep`` except
+        SCHEDULE_TOPIC_XXXX and the transaction op topic; the commit log keeps the messages, and a topic created
+        again starts at queue offset 0. Returns the topics dropped."""
+        dropped = []
+        for topic in list(self._topics):
+            if topic in keep or topic in (protocol.SCHEDULE_TOPIC, protocol.TRANS_OP_HALF_TOPIC):
+                continue
+            for queue_id, cq in self._topics.pop(topic).items():
+                self._cqs.pop((topic, queue_id), None)
+                self._dirty_cqs.discard(cq)
+                for path in self.disk.list_files(cq.dir):
+                    self.disk.delete(path)
+            dropped.append(topic)
+        return dropped
+
+    def clean_expired_consume_queues(self) -> list[tuple[str, int]]:
+        """``cleanExpiredConsumerQueue`` (mqadmin cleanExpiredCQ): destroy, files and all, every consume queue except
+        SCHEDULE_TOPIC_XXXX's whose last entry ends below the commit log's min offset (its messages are all gone);
+        its next queue offset goes with it (``removeQueueFromTopicQueueTable``), so the queue starts again at 0. A
+        queue without entries stays; a topic left without queues goes. Returns the (topic, queue id) destroyed."""
+        phy_min = self.commit_log_min_offset()
+        destroyed = []
+        for topic in list(self._topics):
+            if topic == protocol.SCHEDULE_TOPIC:
+                continue
+            queues = self._topics[topic]
+            for queue_id, cq in list(queues.items()):
+                # ConsumeQueue.getLastOffset: the last written entry's offset + size, -1 when there is none.
+                last = cq.entry(cq.max_offset - 1) if cq.max_offset > 0 else None
+                if last is None or last[0] < 0 or last[1] <= 0 or last[0] + last[1] >= phy_min:
+                    continue
+                del queues[queue_id]
+                self._cqs.pop((topic, queue_id), None)
+                self._dirty_cqs.discard(cq)
+                for path in self.disk.list_files(cq.dir):
+                    self.disk.delete(path)
+                destroyed.append((topic, queue_id))
+            if not queues:
+                del self._topics[topic]
+        return destroyed
 
     def queue_ids(self, topic: str) -> list[int]:
         return sorted(self._topics.get(topic, {}))
@@ -1337,4 +1473,5 @@ __all__ = [
     "MessageStore",
     "MessageToStore",
     "PutResult",
+    "StoredRecord",
 ]

@@ -129,6 +129,9 @@ class TcpChannel:
         self._serialize_of: dict[int, SerializeType] = {}
         self._lost_answers: set[int] = set()
         self._open = True
+        # Set on the socket thread the moment the connection is gone, so that the runtime loop drops the requests it
+        # still has queued from it instead of answering nobody (``_open`` follows on the loop, in order).
+        self.lost = False
         self._pending: dict[int, Future[RemotingCommand]] = {}
         self.server: Server | None = None
 
@@ -160,6 +163,7 @@ class TcpChannel:
         if transport.get_write_buffer_size() > self.endpoint.max_unsent_bytes:
             log.warning("%s: closing %s: more than %d bytes of answers it does not read", self.endpoint.node,
                         self.remote_addr, self.endpoint.max_unsent_bytes)
+            self.lost = True
             transport.abort()
 
     def send_response(self, response: RemotingCommand) -> None:
@@ -263,6 +267,7 @@ class _Protocol(asyncio.Protocol):
         channel = self.channel
         if channel is None:
             return
+        channel.lost = True
         self.endpoint.connections.discard(channel)
         self.endpoint.runtime.call_soon(channel.closed)
 
@@ -292,7 +297,8 @@ class TcpEndpoint:
         self.frame_errors = 0
         self.max_unsent_bytes = MAX_UNSENT_BYTES
         self.port = 0
-        self._server: asyncio.base_events.Server | None = None
+        # The main listener, then any extra one on the same node (a broker's VIP channel at port - 2).
+        self._servers: list[asyncio.base_events.Server] = []
 
     @property
     def runtime(self) -> Runtime:
@@ -300,27 +306,38 @@ class TcpEndpoint:
             raise RuntimeError(f"{self.node} is not serving")
         return self._runtime
 
-    async def _bind(self, host: str, port: int) -> None:
-        self._server = await self.wire.loop.create_server(lambda: _Protocol(self), host, port, reuse_address=True,
-                                                          start_serving=False)
-        sockname = self._server.sockets[0].getsockname()
-        self.port = int(sockname[1])
+    async def _bind(self, host: str, port: int) -> int:
+        server = await self.wire.loop.create_server(lambda: _Protocol(self), host, port, reuse_address=True,
+                                                    start_serving=False)
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
 
     def bind(self, host: str, port: int) -> int:
         """Bind the listening socket (not serving yet); returns the port (an ephemeral one for 0)."""
-        self.wire.run(self._bind(host, port))
+        self.port = self.wire.run(self._bind(host, port))
         return self.port
+
+    def bind_also(self, host: str, port: int) -> int:
+        """Bind one more listening socket for the same node (a broker's VIP channel); returns its port."""
+        return self.wire.run(self._bind(host, port))
+
+    def unbind(self) -> None:
+        """Close every listening socket bound so far (before serving: a port pair that did not fit)."""
+        self.wire.run(self._close())
+        self._servers.clear()
+        self.port = 0
 
     def serve(self, runtime: Runtime, faults: Faults | None = None) -> None:
         """Start accepting connections: requests are handled on ``runtime``'s loop, ``faults`` consulted first."""
-        assert self._server is not None, "bind first"
+        assert self._servers, "bind first"
         self._runtime = runtime
         self.faults = faults
-        self.wire.run(self._server.start_serving())
+        for server in self._servers:
+            self.wire.run(server.start_serving())
 
     async def _close(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for channel in list(self.connections):
             channel._transport.close()
 
@@ -353,7 +370,7 @@ class TcpEndpoint:
             log.exception("wire observer failed")
 
     def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
-        if not channel.active:
+        if not channel.active or channel.lost:
             return
         self.observe(channel, command, from_client=True)
         if command.is_response:

@@ -112,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             trace_format=args.trace_format,
             send_mode=args.send_mode,
             **({"message_delay_level": args.message_delay_level} if args.message_delay_level else {}),
+            **({"enable_property_filter": True} if args.enable_property_filter else {}),
         )
     except ValueError as error:  # a bad fault file (FaultFileError), send mode or trace directory
         raise ServeError(str(error)) from None
@@ -183,6 +184,9 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--message-delay-level", metavar="LEVELS",
                        help="the brokers' messageDelayLevel (default RocketMQ's '1s 5s 10s 30s 1m ... 2h'); short "
                             "delays make consume retries come back quickly")
+    serve.add_argument("--enable-property-filter", action="store_true",
+                       help="the brokers' enablePropertyFilter: serve SQL92 subscriptions (MessageSelector.bySql); "
+                            "off by default, as in RocketMQ")
     serve.set_defaults(handler=cmd_serve)
 
     tap = commands.add_parser(

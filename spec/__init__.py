@@ -19,6 +19,7 @@ AREAS: tuple[str, ...] = (
     "pull_correction",
     "transaction_check",
     "consume_retry",
+    "message_filter",
 )
 
 

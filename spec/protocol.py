@@ -15,12 +15,18 @@ class RequestCode(enum.IntEnum):
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
+    QUERY_MESSAGE = 12
     QUERY_CONSUMER_OFFSET = 14
     UPDATE_CONSUMER_OFFSET = 15
     UPDATE_AND_CREATE_TOPIC = 17
+    GET_ALL_TOPIC_CONFIG = 21
+    UPDATE_BROKER_CONFIG = 25
+    GET_BROKER_CONFIG = 26
+    GET_BROKER_RUNTIME_INFO = 28
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
     GET_MIN_OFFSET = 31
+    GET_EARLIEST_MSG_STORETIME = 32
     VIEW_MESSAGE_BY_ID = 33
     HEART_BEAT = 34
     UNREGISTER_CLIENT = 35
@@ -31,15 +37,65 @@ class RequestCode(enum.IntEnum):
     NOTIFY_CONSUMER_IDS_CHANGED = 40
     LOCK_BATCH_MQ = 41
     UNLOCK_BATCH_MQ = 42
+    GET_ALL_CONSUMER_OFFSET = 43
+    GET_ALL_DELAY_OFFSET = 45
+    CHECK_CLIENT_CONFIG = 46
+    UPDATE_AND_CREATE_ACL_CONFIG = 50
+    DELETE_ACL_CONFIG = 51
+    GET_BROKER_CLUSTER_ACL_INFO = 52
+    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
+    PUT_KV_CONFIG = 100
+    GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105
     GET_BROKER_CLUSTER_INFO = 106
+    UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+    GET_TOPIC_STATS_INFO = 202
+    GET_CONSUMER_CONNECTION_LIST = 203
+    GET_PRODUCER_CONNECTION_LIST = 204
+    WIPE_WRITE_PERM_OF_BROKER = 205
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_SUBSCRIPTIONGROUP = 207
+    GET_CONSUME_STATS = 208
+    DELETE_TOPIC_IN_BROKER = 215
+    DELETE_TOPIC_IN_NAMESRV = 216
+    GET_KVLIST_BY_NAMESPACE = 219
+    RESET_CONSUMER_CLIENT_OFFSET = 220
+    GET_CONSUMER_STATUS_FROM_CLIENT = 221
+    INVOKE_BROKER_TO_RESET_OFFSET = 222
+    INVOKE_BROKER_TO_GET_CONSUMER_STATUS = 223
+    GET_TOPICS_BY_CLUSTER = 224
+    QUERY_TOPIC_CONSUME_BY_WHO = 300
+    QUERY_CONSUME_TIME_SPAN = 303
+    GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
+    GET_SYSTEM_TOPIC_LIST_FROM_BROKER = 305
+    CLEAN_EXPIRED_CONSUMEQUEUE = 306
+    GET_CONSUMER_RUNNING_INFO = 307
+    QUERY_CORRECTION_OFFSET = 308
+    CONSUME_MESSAGE_DIRECTLY = 309
     SEND_MESSAGE_V2 = 310
+    GET_UNIT_TOPIC_LIST = 311
+    GET_HAS_UNIT_SUB_TOPIC_LIST = 312
+    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST = 313
+    CLONE_GROUP_OFFSET = 314
+    VIEW_BROKER_STATS_DATA = 315
+    CLEAN_UNUSED_TOPIC = 316
+    GET_BROKER_CONSUME_STATS = 317
+    UPDATE_NAMESRV_CONFIG = 318
+    GET_NAMESRV_CONFIG = 319
     SEND_BATCH_MESSAGE = 320
+    QUERY_CONSUME_QUEUE = 321
     QUERY_DATA_VERSION = 322
+    RESUME_CHECK_HALF_MESSAGE = 323
     SEND_REPLY_MESSAGE = 324
     SEND_REPLY_MESSAGE_V2 = 325
+    PUSH_REPLY_MESSAGE_TO_CLIENT = 326
+    ADD_WRITE_PERM_OF_BROKER = 327
+    GET_ALL_PRODUCER_INFO = 328
+    DELETE_EXPIRED_COMMITLOG = 329
 
 
 class ResponseCode(enum.IntEnum):
@@ -78,6 +134,9 @@ class ResponseCode(enum.IntEnum):
     CONSUMER_NOT_ONLINE = 206
     CONSUME_MSG_TIMEOUT = 207
     NO_MESSAGE = 208
+    UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
+    DELETE_ACL_CONFIG_FAILED = 210
+    UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
 
 
@@ -117,6 +176,39 @@ VERSION_V3_4_9 = 121
 VERSION_V4_9_0 = 393
 VERSION_V4_9_4 = 401
 VERSION_V4_9_8 = 409
+VERSION_V3_0_7_SNAPSHOT = 28  # oldest client a broker sends RESET_CONSUMER_CLIENT_OFFSET to (Broker2Client.resetOffset)
+VERSION_V3_1_8_SNAPSHOT = 62  # oldest client a broker forwards admin calls to (AdminBrokerProcessor.callConsumer)
+
+
+def _version_names() -> tuple[str, ...]:
+    """``MQVersion.Version`` names by ordinal: 3.0.0's pre-releases, then SNAPSHOT/release pairs per patch (3.0.1-15,
+    3.1.x and 3.2.x from 0, other 3.x from 1, 4.x and 5.x from 0), then HIGHER_VERSION (613 names)."""
+    names = ["V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", *(f"V3_0_0_BETA{i}" for i in range(1, 6))]
+    for beta in range(6, 10):
+        names += [f"V3_0_0_BETA{beta}_SNAPSHOT", f"V3_0_0_BETA{beta}"]
+    names.append("V3_0_0_FINAL")
+    for major in (3, 4, 5):
+        for minor in range(10):
+            if (major, minor) == (3, 0):
+                patches = range(1, 16)
+            elif major == 3 and minor > 2:
+                patches = range(1, 10)
+            else:
+                patches = range(10)
+            for patch in patches:
+                names += [f"V{major}_{minor}_{patch}_SNAPSHOT", f"V{major}_{minor}_{patch}"]
+    names.append("HIGHER_VERSION")
+    return tuple(names)
+
+
+_VERSION_NAMES = _version_names()
+
+
+def version_desc(version: int) -> str:
+    """``MQVersion.getVersionDesc``: the version name of an ordinal; beyond the table, HIGHER_VERSION."""
+    if 0 <= version < len(_VERSION_NAMES):
+        return _VERSION_NAMES[version]
+    return _VERSION_NAMES[-1]
 
 
 class CommunicationMode(enum.Enum):
@@ -265,6 +357,7 @@ TRANS_OP_REMOVE_TAG = "d"
 TRANS_CHECK_MAX_TIME_QUEUE_NUMS = 1
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 DEFAULT_TOPIC_QUEUE_NUMS = 4
+BROKER_DEFAULT_TOPIC_QUEUE_NUMS = 8  # BrokerConfig.defaultTopicQueueNums: TBW102's queues (clients ask for 4)
 
 
 class Property:
@@ -290,6 +383,12 @@ class Property:
     TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
     CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
     CLUSTER = "CLUSTER"
+    CORRELATION_ID = "CORRELATION_ID"
+    MESSAGE_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    MESSAGE_TTL = "TTL"
+    REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
+    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+    MESSAGE_TYPE = "MSG_TYPE"
 
 
 # Message property encoding: name\x01value pairs joined by \x02.
@@ -399,6 +498,8 @@ def is_retry_topic(topic: str) -> bool:
 
 # ---- Reference implementation facts (RocketMQ defaults the broker and clients need; added by the refimpl) ----
 DEFAULT_NAMESRV_PORT = 9876
+# A broker also listens on its port - 2 (BrokerController's fastRemotingServer, the clients' VIP channel).
+VIP_CHANNEL_PORT_OFFSET = 2
 DEFAULT_BROKER_PORT = 10911
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
 HEARTBEAT_BROKER_INTERVAL_MS = 30_000
@@ -466,7 +567,9 @@ TOPIC_FILTER_SINGLE_TAG = "SINGLE_TAG"
 TOPIC_FILTER_MULTI_TAG = "MULTI_TAG"
 SUB_ALL = "*"
 EXPRESSION_TYPE_TAG = "TAG"
+EXPRESSION_TYPE_SQL92 = "SQL92"  # ExpressionType.SQL92: MessageSelector.bySql
 SYS_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # NamesrvUtil: the name server's order-topic KV namespace
 BUILTIN_SUBSCRIPTION_GROUPS: tuple[str, ...] = (
     "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
     "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER",
@@ -478,6 +581,15 @@ BLANK_MAGIC_CODE = 0xCBD43194  # CommitLog.BLANK_MAGIC_CODE (-875286124): end-of
 COMMITLOG_END_FILE_MIN_BLANK_LENGTH = 8
 MAX_PROPERTIES_LENGTH = 32767  # Short.MAX_VALUE: stored properties length field is an int16
 KEY_SEPARATOR = " "  # MessageConst.KEY_SEPARATOR between KEYS
+# Message index and QUERY_MESSAGE (MessageStoreConfig maxHashSlotNum, maxMsgsNumBatch, defaultQueryMaxNum;
+# MixAll.UNIQUE_MSG_QUERY_FLAG, the ext field of a query by unique key).
+INDEX_HASH_SLOT_NUM = 5_000_000
+MAX_MSGS_NUM_BATCH = 64
+DEFAULT_QUERY_MAX_NUM = 32
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+# MixAll.REPLY_MESSAGE_FLAG (MSG_TYPE of a reply); Broker2Client.callClient's timeout for PUSH_REPLY_MESSAGE_TO_CLIENT.
+REPLY_MESSAGE_FLAG = "reply"
+BROKER_CALL_CLIENT_TIMEOUT_MS = 10_000
 FLUSH_INTERVAL_COMMITLOG_MS = 500
 FLUSH_INTERVAL_CONSUME_QUEUE_MS = 1_000
 # DefaultMessageStore housekeeping: cleanResourceInterval, and deleteWhen ("04": expired files go at 4 o'clock).

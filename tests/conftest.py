@@ -28,7 +28,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# ------------------------------------------------------------------ the real RocketMQ 4.9.8 and the official Java client
+# ----------------------------------------------------------------- the real RocketMQ 4.9.8 and the official Java client
 # Tests that use these are marked `pytest.mark.xdist_group("rocketmq-real")` so that one xdist worker starts the
 # real cluster once (`--dist loadgroup` in pyproject); see tests/realcluster.py for the setting that finds it.
 
@@ -40,6 +40,8 @@ import pytest  # noqa: E402
 from realcluster import SERVED_OPTIONS, JavaDriver, RealCluster, require_home  # noqa: E402
 
 from rocketspec.refimpl.served import ServedCluster  # noqa: E402
+from rocketspec.traces.pycheck import check_python  # noqa: E402
+from rocketspec.traces.report import format_report  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -55,11 +57,15 @@ def real_rocketmq(rocketmq_home: Path) -> Iterator[RealCluster]:
         yield cluster
 
 
-@pytest.fixture(scope="session")
-def served_for_java() -> Iterator[ServedCluster]:
-    """`serve` with two brokers configured like `real_rocketmq` (same delay levels and transaction timers)."""
-    with ServedCluster(brokers=2, **SERVED_OPTIONS) as served:
+@pytest.fixture(scope="module")
+def served_for_java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedCluster]:
+    """`serve` with two brokers configured like `real_rocketmq` (same delay levels and transaction timers), one per
+    module; what it served is recorded, and the trace must hold every invariant once the module is done."""
+    trace = tmp_path_factory.mktemp("java-trace")
+    with ServedCluster(brokers=2, trace_dir=trace, trace_format="jsonl", **SERVED_OPTIONS) as served:
         yield served
+    report = check_python(trace)
+    assert report.ok, format_report(report)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""A real Apache RocketMQ 4.9.8 cluster and the official Java client, for tests that compare `serve` with the real thing.
+"""A real Apache RocketMQ 4.9.8 cluster and the official Java client, to compare `serve` with the real thing.
 
 One setting finds the installation: ``ROCKETSPEC_ROCKETMQ_HOME`` names a RocketMQ home laid out like the binary
 distribution (``lib/*.jar``, ``conf/``, ``bin/cluster.sh``); unset, it defaults to ``../shared/rocketmq-4.9.8`` beside
@@ -52,6 +52,7 @@ SERVED_OPTIONS: dict[str, Any] = {
     "message_delay_level": DELAY_LEVELS,
     "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
     "transaction_check_interval_ms": TRANSACTION_CHECK_INTERVAL_MS,
+    "enable_property_filter": True,  # the real cluster's enablePropertyFilter=true
 }
 
 START_TIMEOUT_S = 180

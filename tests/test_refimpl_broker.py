@@ -418,10 +418,10 @@ def test_periodic_check_wakes_unmatched_arrivals_with_retry_immediately(env: Env
 
 def test_auto_create_topic_on_and_off() -> None:
     env = Env()
-    created = env.send("NewTopic", queue_id=1, d=8)
+    created = env.send("NewTopic", queue_id=1, d=16)
     assert created.code == ResponseCode.SUCCESS
-    topic = env.broker.topics.get("NewTopic")
-    assert topic is not None and topic.write_queue_nums == 4 and topic.perm == PERM_READ | PERM_WRITE
+    topic = env.broker.topics.get("NewTopic")  # min(16 asked, TBW102's 8: BrokerConfig.defaultTopicQueueNums)
+    assert topic is not None and topic.write_queue_nums == 8 and topic.perm == PERM_READ | PERM_WRITE
     env = Env(auto_create_topic_enable=False)
     refused = env.send("NewTopic")
     assert refused.code == ResponseCode.TOPIC_NOT_EXIST
@@ -446,6 +446,19 @@ def test_send_checks(env: Env) -> None:
     env.broker.config.broker_permission = PERM_READ
     assert env.send("O").code == ResponseCode.NO_PERMISSION
     assert env.send("T").code == ResponseCode.SUCCESS  # 4.9.8 only refuses order topics here
+
+
+def test_send_without_topic(env: Env) -> None:
+    """The letter header (FastCodesHeader) leaves a missing field null: msgCheck then finds the topic blank, with the
+    region and trace fields every send answer carries. The long header's checkFields refuses the null field first."""
+    v2 = env.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "c": "TBW102", "d": 4, "e": 0,
+                                                                         "f": 0, "g": 1, "h": 0}, b"x"))
+    assert v2 is not None and v2.code == ResponseCode.SYSTEM_ERROR
+    assert v2.remark == "The specified topic is blank." and "MSG_REGION" in v2.ext_fields
+    v1 = env.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE, {
+        "producerGroup": "PG", "defaultTopic": "TBW102", "defaultTopicQueueNums": 4, "queueId": 0, "sysFlag": 0,
+        "bornTimestamp": 1, "flag": 0}, b"x"))
+    assert v1 is not None and v1.code == ResponseCode.SYSTEM_ERROR and "topic" in (v1.remark or "")
 
 
 def test_delayed_message_is_stored_in_the_schedule_topic(env: Env) -> None:
@@ -550,9 +563,14 @@ def test_oversized_message_and_slave_broker() -> None:
 def test_unknown_code_missing_fields_and_bad_bodies(env: Env) -> None:
     unknown = env.handle(RemotingCommand.request(9999, {}))
     assert unknown is not None and unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
-    missing = env.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG"}, b"x"))
+    missing = env.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "b": "T"}, b"x"))
     assert missing is not None and missing.code == ResponseCode.SYSTEM_ERROR
-    assert missing.remark == "the custom field <b> is null"
+    assert (missing.remark or "").startswith('java.lang.NullPointerException: Cannot invoke "java.lang.Integer.intValue'
+                                             '()" because the return value of "org.apache.rocketmq.common.protocol.'
+                                             'header.SendMessageRequestHeader.getQueueId()" is null, ')
+    bad_number = env.handle(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T", "e": "x"}, b"x"))
+    assert bad_number is not None and bad_number.code == ResponseCode.SYSTEM_ERROR
+    assert (bad_number.remark or "").startswith('java.lang.NumberFormatException: For input string: "x", ')
     not_number = env.pull("T", queueId="zero")
     assert not_number is not None and not_number.code == ResponseCode.SYSTEM_ERROR
     bad_heartbeat = env.handle(RemotingCommand.request(RequestCode.HEART_BEAT, {}, b"{not json"))
@@ -589,7 +607,7 @@ def test_offset_queries(env: Env) -> None:
     env.runtime.advance(1_000)
     env.send("T", b"b")
     for code, field, expected in ((RequestCode.GET_MAX_OFFSET, {}, 2), (RequestCode.GET_MIN_OFFSET, {}, 0),
-                                  (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": first_store_ts + 500}, 1)):
+                                  (RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": first_store_ts + 600}, 1)):
         response = env.handle(RemotingCommand.request(code, {"topic": "T", "queueId": 0, **field}))
         assert response is not None and response.code == ResponseCode.SUCCESS and offset_of(response) == expected
     commit_log_offset = env.events.of(MessageStored)[-1].commit_log_offset

@@ -66,13 +66,14 @@ def test_builtin_topics_and_auto_create_from_tbw102() -> None:
     created = []
     manager = TopicConfigManager(BrokerConfig(broker_name="broker-a"), Clock(), Disk(), lambda: created.append(1))
     tbw = manager.get(AUTO_CREATE_TOPIC_KEY)
-    assert tbw is not None and tbw.perm == PERM_INHERIT | PERM_READ | PERM_WRITE and tbw.write_queue_nums == 4
+    # BrokerConfig.defaultTopicQueueNums is 8 in 4.9.8 (the client asks for 4: min of both is created).
+    assert tbw is not None and tbw.perm == PERM_INHERIT | PERM_READ | PERM_WRITE and tbw.write_queue_nums == 8
     assert manager.get(SCHEDULE_TOPIC).read_queue_nums == 18
     assert manager.is_system_topic("broker-a") and manager.is_system_topic("DefaultCluster")
     assert manager.is_system_topic("rmq_sys_anything")
     version = manager.data_version.counter
-    topic = manager.create_in_send("T", AUTO_CREATE_TOPIC_KEY, 8, 0)
-    assert topic is not None and topic.write_queue_nums == 4 and topic.perm == PERM_READ | PERM_WRITE
+    topic = manager.create_in_send("T", AUTO_CREATE_TOPIC_KEY, 16, 0)
+    assert topic is not None and topic.write_queue_nums == 8 and topic.perm == PERM_READ | PERM_WRITE
     assert manager.data_version.counter == version + 1 and created == [1]
     assert manager.create_in_send("T2", AUTO_CREATE_TOPIC_KEY, 2, 0).read_queue_nums == 2
     assert manager.create_in_send("T3", "NoSuchDefault", 2, 0) is None

@@ -101,7 +101,8 @@ def check_answer(request: RemotingCommand, response: RemotingCommand | None) -> 
         assert response is None
         return
     if response is None:  # held (long polling): answered later through the channel
-        assert request.code == RequestCode.PULL_MESSAGE
+        # ... or, as by a 4.9.8 broker without ACL, never answered (admin_maintenance.get_broker_cluster_acl_info).
+        assert request.code in (RequestCode.PULL_MESSAGE, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)
         return
     assert response.is_response and response.opaque == request.opaque
     if response.code == ResponseCode.SYSTEM_ERROR:

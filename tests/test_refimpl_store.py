@@ -364,12 +364,16 @@ def test_offset_by_time() -> None:
     for _ in range(10):
         times.append(put(store).store_timestamp)
         runtime.advance(100)
-    assert store.offset_by_time(T, 0, times[0] - 1) == 0  # all later: min
+    # ConsumeQueue.getOffsetInQueueByTime (4.9.8): an exact store time, else the nearer neighbour (earlier on a tie).
+    assert store.offset_by_time(T, 0, times[0] - 1) == 0  # all later: the first entry
     assert store.offset_by_time(T, 0, times[0]) == 0
     assert store.offset_by_time(T, 0, times[4]) == 4
-    assert store.offset_by_time(T, 0, times[4] + 1) == 5  # first stored at or after
-    assert store.offset_by_time(T, 0, times[9] + 1) == 10  # none: max
+    assert store.offset_by_time(T, 0, times[4] + 1) == 4  # nearer to entry 4 than to entry 5
+    assert store.offset_by_time(T, 0, times[4] + 50) == 4  # a tie: the earlier
+    assert store.offset_by_time(T, 0, times[4] + 51) == 5
+    assert store.offset_by_time(T, 0, times[9] + 1) == 9  # all earlier: the last entry, not the max offset
     assert store.offset_by_time("nope", 0, 0) == 0
+    assert make_store(runtime).offset_by_time(T, 0, 0) == 0  # an empty queue
 
 
 def test_offset_by_time_after_deletion_starts_at_min() -> None:

@@ -20,6 +20,7 @@ PREFIXES = {
     "pull_correction": "PULL",
     "transaction_check": "TXN",
     "consume_retry": "RETRY",
+    "message_filter": "FILTER",
 }
 TESTS = Path(__file__).parent
 

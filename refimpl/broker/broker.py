@@ -16,6 +16,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from rocketspec.refimpl.broker.admin_consumers import ConsumerAdmin
+from rocketspec.refimpl.broker.admin_maintenance import MaintenanceAdmin
+from rocketspec.refimpl.broker.admin_runtime import RuntimeAdmin
+from rocketspec.refimpl.broker.admin_topics import TopicAdmin
 from rocketspec.refimpl.broker.clients import (
     ClientChannelInfo,
     ConsumerManager,
@@ -23,16 +27,21 @@ from rocketspec.refimpl.broker.clients import (
     ProducerManager,
 )
 from rocketspec.refimpl.broker.config import BrokerConfig
+from rocketspec.refimpl.broker.filter import ConsumerFilterManager, check_client_config
 from rocketspec.refimpl.broker.groups import SubscriptionGroupManager
 from rocketspec.refimpl.broker.locks import LockBatchRequest, RebalanceLockManager, encode_lock_response
 from rocketspec.refimpl.broker.offsets import ConsumerOffsetManager
 from rocketspec.refimpl.broker.pull import PullMessageProcessor
+from rocketspec.refimpl.broker.query import query_message, view_message_by_id
+from rocketspec.refimpl.broker.reply import send_reply_message
 from rocketspec.refimpl.broker.schedule import ScheduleService
 from rocketspec.refimpl.broker.send import SendMessageProcessor
 from rocketspec.refimpl.broker.sendback import consumer_send_back
-from rocketspec.refimpl.broker.topics import TopicConfig, TopicConfigManager, validate_topic
+from rocketspec.refimpl.broker.stats import BrokerStats
+from rocketspec.refimpl.broker.topics import TopicConfig, TopicConfigManager
 from rocketspec.refimpl.broker.transaction import TransactionService
 from rocketspec.refimpl.events import EventLog, MessageStored, StoreDelete
+from rocketspec.refimpl.index import IndexService
 from rocketspec.refimpl.message import decode_offset_message_id
 from rocketspec.refimpl.remoting import Channel, HeaderError, Network, RemotingClient, RemotingCommand, dispatch
 from rocketspec.refimpl.runtime import Future, Runtime, Timer
@@ -47,7 +56,6 @@ from rocketspec.spec.protocol import (
     PERM_WRITE,
     STORE_CLEAN_RESOURCE_INTERVAL_MS,
     STORE_DELETE_WHEN_HOUR,
-    TOPIC_FILTER_SINGLE_TAG,
     MessageModel,
     Property,
     PutMessageStatus,
@@ -106,14 +114,17 @@ class Broker:
                                   segment_bytes=config.segment_bytes, file_reserved_ms=config.file_reserved_ms,
                                   delay_level_millis=config.delay_level_millis)
         self.store.add_arrival_listener(self._on_arrival)
+        self.index = IndexService(self.store, enabled=config.message_index_enable)
         self.store.add_delete_listener(self._on_delete)
         self.consumers = ConsumerManager(self._notify_change)
         self.producers = ProducerManager(runtime.now_ms)
         self.locks = RebalanceLockManager(runtime.now_ms)
         self.sender = SendMessageProcessor(self)
+        self.filters = ConsumerFilterManager()
         self.puller = PullMessageProcessor(self)
         self.schedule = ScheduleService(self)
         self.transactions = TransactionService(self)
+        self.stats = BrokerStats(runtime, config.cluster_name, len(config.delay_level_millis))
         self._handlers: dict[int, Handler] = {
             RequestCode.SEND_MESSAGE: self.sender.process,
             RequestCode.SEND_MESSAGE_V2: self.sender.process,
@@ -125,15 +136,25 @@ class Broker:
             RequestCode.GET_MAX_OFFSET: self._get_max_offset,
             RequestCode.GET_MIN_OFFSET: self._get_min_offset,
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self._search_offset_by_timestamp,
-            RequestCode.VIEW_MESSAGE_BY_ID: self._view_message_by_id,
+            RequestCode.QUERY_MESSAGE: lambda request, channel: query_message(self, request, channel),
+            RequestCode.VIEW_MESSAGE_BY_ID: lambda request, channel: view_message_by_id(self, request, channel),
+            RequestCode.SEND_REPLY_MESSAGE: lambda request, channel: send_reply_message(self, request, channel),
+            RequestCode.SEND_REPLY_MESSAGE_V2: lambda request, channel: send_reply_message(self, request, channel),
             RequestCode.HEART_BEAT: self._heartbeat,
             RequestCode.UNREGISTER_CLIENT: self._unregister_client,
             RequestCode.CONSUMER_SEND_MSG_BACK: lambda request, channel: consumer_send_back(self, request, channel),
             RequestCode.END_TRANSACTION: lambda request, channel: self.transactions.end_transaction(request, channel),
             RequestCode.LOCK_BATCH_MQ: self._lock_batch,
             RequestCode.UNLOCK_BATCH_MQ: self._unlock_batch,
-            RequestCode.UPDATE_AND_CREATE_TOPIC: self._update_and_create_topic,
+            RequestCode.CHECK_CLIENT_CONFIG: lambda request, channel: check_client_config(self, request, channel),
         }
+        # Admin requests (mqadmin, DefaultMQAdminExt): admin_topics.py, admin_consumers.py, admin_runtime.py.
+        self.topic_admin = TopicAdmin(self)
+        self.consumer_admin = ConsumerAdmin(self)
+        self.runtime_admin = RuntimeAdmin(self)
+        self.maintenance_admin = MaintenanceAdmin(self)  # admin_maintenance.py
+        for admin in (self.topic_admin, self.consumer_admin, self.runtime_admin, self.maintenance_admin):
+            self._handlers.update(admin.handlers())
 
     # ------------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -147,6 +168,7 @@ class Broker:
         self.puller.hold.start()
         self.schedule.start()
         self.transactions.start()
+        self._timers.extend(self.stats.start())
         runtime = self.runtime
         self._timers.append(runtime.call_every(self.config.register_interval_ms, self.register_to_namesrv,
                                                initial_delay_ms=BROKER_REGISTER_INITIAL_DELAY_MS))
@@ -195,14 +217,17 @@ class Broker:
     def _namesrv_addrs(self) -> list[str]:
         return [a for a in (self.namesrv_addr or "").split(";") if a]
 
-    def register_to_namesrv(self, *, oneway: bool = False, check_order_config: bool = True) -> None:
-        """``registerBrokerAll``: REGISTER_BROKER with the topic table to every name server."""
+    def register_to_namesrv(self, *, oneway: bool = False, check_order_config: bool = True,
+                            wrapper: dict[str, Any] | None = None) -> list[Future[RemotingCommand]]:
+        """``registerBrokerAll``: REGISTER_BROKER with the topic table to every name server; ``wrapper`` replaces the
+        whole table (``registerIncrementBrokerData``). Returns the pending answers (none for oneway)."""
         client = self._namesrv_client
+        futures: list[Future[RemotingCommand]] = []
         if client is None or not self.running:
-            return
+            return futures
         body = json.dumps({
             "filterServerList": [],
-            "topicConfigSerializeWrapper": self.topics.wrapper(self.config.broker_permission),
+            "topicConfigSerializeWrapper": wrapper or self.topics.wrapper(self.config.broker_permission),
         }, separators=(",", ":")).encode("utf-8")
         fields = {
             "brokerName": self.name,
@@ -221,6 +246,8 @@ class Broker:
             future = client.invoke(addr, request, REGISTER_BROKER_TIMEOUT_MS, daemon=True)
             if check_order_config:
                 future.add_done_callback(self._on_registered)
+            futures.append(future)
+        return futures
 
     def _on_registered(self, future: Future[RemotingCommand]) -> None:
         """Apply the name server's order-topic table (``updateOrderTopicConfig``) when it sends one."""
@@ -382,9 +409,11 @@ class Broker:
             lambda: self.puller.hold.notify_arriving(topic, queue_id, queue_offset + 1, tags_code))
 
     def clean_expired_files(self) -> None:
-        """``DefaultMessageStore.cleanFilesPeriodically``: expired commit-log files go at the delete hour (04)."""
+        """``DefaultMessageStore.cleanFilesPeriodically``: expired commit-log files go at the delete hour (04), or
+        on any of the runs DELETE_EXPIRED_COMMITLOG granted."""
         now = self.runtime.now_ms()
-        if datetime.datetime.fromtimestamp(now / 1000, datetime.timezone.utc).hour == STORE_DELETE_WHEN_HOUR:
+        manual = self.maintenance_admin.take_manual_delete()
+        if datetime.datetime.fromtimestamp(now / 1000, datetime.timezone.utc).hour == STORE_DELETE_WHEN_HOUR or manual:
             self.store.delete_expired_files(now)
 
     def has_unconsumed_messages(self) -> bool:
@@ -451,15 +480,6 @@ class Broker:
                                            request.require_int("timestamp"))
         return request.response(ResponseCode.SUCCESS, {"offset": offset})
 
-    def _view_message_by_id(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        """``QueryMessageProcessor.viewMessageById``: the client decodes the offset message id and sends the
-        commit-log offset; the answer is the stored message."""
-        offset = request.require_int("offset")
-        data = self.store.look_message_bytes(offset)
-        if data is None:
-            return request.response(ResponseCode.SYSTEM_ERROR, remark=f"can not find message by the offset, {offset}")
-        return request.response(ResponseCode.SUCCESS, body=data)
-
     def _heartbeat(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``ClientManageProcessor.heartBeat``: register consumers (creating their retry topic) and producers."""
         try:
@@ -477,6 +497,8 @@ class Broker:
             info = ClientChannelInfo(channel, data.client_id, request.language, request.version, now)
             self.consumers.register(consumer.group_name, info, consumer.consume_type, consumer.message_model,
                                     consumer.consume_from_where, consumer.subscriptions, notify, now)
+            # DefaultConsumerIdsChangeListener REGISTER: every heartbeat (re)registers the group's filter data.
+            self.filters.register_all(consumer.group_name, consumer.subscriptions)
         for group in data.producer_groups:
             self.producers.register(group, channel, data.client_id, language=request.language,
                                     version=request.version)
@@ -508,32 +530,4 @@ class Broker:
         except (ValueError, TypeError, UnicodeDecodeError) as error:
             raise HeaderError(f"bad unlock request body: {error}") from None
         self.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
-        return request.response(ResponseCode.SUCCESS)
-
-    def _update_and_create_topic(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        """``AdminBrokerProcessor.updateAndCreateTopic``: masters only, valid non-system names; then an immediate
-        registration so the route changes."""
-        if not self.is_master():
-            return request.response(ResponseCode.SYSTEM_ERROR,
-                                    remark="Can't modify topic or subscription group from slave broker, "
-                                           "please execute it from master broker.")
-        topic = request.require("topic")
-        read_queue_nums = request.require_int("readQueueNums")
-        write_queue_nums = request.require_int("writeQueueNums")
-        perm = request.require_int("perm")
-        remark = validate_topic(topic)
-        if remark is not None:
-            return request.response(ResponseCode.SYSTEM_ERROR, remark=remark)
-        if self.topics.is_system_topic(topic):
-            return request.response(ResponseCode.SYSTEM_ERROR,
-                                    remark=f"The topic[{topic}] is conflict with system topic.")
-        self.topics.update(TopicConfig(
-            topic,
-            read_queue_nums=read_queue_nums,
-            write_queue_nums=write_queue_nums,
-            perm=perm,
-            topic_filter_type=request.field("topicFilterType") or TOPIC_FILTER_SINGLE_TAG,
-            topic_sys_flag=request.int_field("topicSysFlag", 0) or 0,
-        ))
-        self.register_to_namesrv()
         return request.response(ResponseCode.SUCCESS)

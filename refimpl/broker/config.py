@@ -21,12 +21,12 @@ import attrs
 
 from rocketspec.spec.consume_retry import parse_delay_levels
 from rocketspec.spec.protocol import (
+    BROKER_DEFAULT_TOPIC_QUEUE_NUMS,
     BROKER_REGISTER_INTERVAL_MS,
     CLIENT_CHANNEL_EXPIRED_MS,
     DEFAULT_BROKER_PORT,
     DEFAULT_CLUSTER_NAME,
     DEFAULT_PERM,
-    DEFAULT_TOPIC_QUEUE_NUMS,
     DEFAULT_TRACE_REGION_ID,
     DELAY_LEVEL_NAMES,
     FILE_RESERVED_TIME_HOURS,
@@ -109,7 +109,7 @@ class BrokerConfig:
     addr: str = attrs.field(default=f"127.0.0.1:{DEFAULT_BROKER_PORT}", validator=_check_addr)
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
-    default_topic_queue_nums: int = attrs.field(default=DEFAULT_TOPIC_QUEUE_NUMS, validator=_non_negative)
+    default_topic_queue_nums: int = attrs.field(default=BROKER_DEFAULT_TOPIC_QUEUE_NUMS, validator=_non_negative)
     broker_permission: int = attrs.field(default=DEFAULT_PERM, validator=_non_negative)
     long_polling_enable: bool = True
     short_polling_time_ms: int = attrs.field(default=SHORT_POLLING_TIME_MS, validator=_non_negative)
@@ -121,6 +121,8 @@ class BrokerConfig:
     file_reserved_ms: int = attrs.field(default=FILE_RESERVED_TIME_HOURS * 3_600_000, validator=_non_negative)
     segment_bytes: int = attrs.field(default=1 << 20, validator=_non_negative)
     slave_read_enable: bool = False
+    # enablePropertyFilter: serve SQL92 (MessageSelector.bySql) subscriptions; off by default, as in 4.9.8.
+    enable_property_filter: bool = False
     offset_check_in_slave: bool = False
     max_message_size: int = attrs.field(default=MAX_MESSAGE_SIZE, validator=_non_negative)
     register_interval_ms: int = attrs.field(default=BROKER_REGISTER_INTERVAL_MS, validator=_non_negative)
@@ -133,6 +135,9 @@ class BrokerConfig:
     trace_topic_enable: bool = False
     region_id: str = DEFAULT_TRACE_REGION_ID
     trace_on: bool = True
+    # BrokerConfig.storeReplyMessageEnable; MessageStoreConfig.messageIndexEnable.
+    store_reply_message_enable: bool = True
+    message_index_enable: bool = True
 
     @property
     def host(self) -> str:

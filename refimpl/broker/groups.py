@@ -108,6 +108,14 @@ class SubscriptionGroupManager:
         self.data_version.next_version(self._clock())
         self.persist()
 
+    def delete(self, group: str) -> SubscriptionGroupConfig | None:
+        """``deleteSubscriptionGroupConfig``: remove, new version, persist; the removed settings or None."""
+        removed = self.table.pop(group, None)
+        if removed is not None:
+            self.data_version.next_version(self._clock())
+            self.persist()
+        return removed
+
     def persist(self) -> None:
         save_json(self._disk, SUBSCRIPTION_GROUPS_FILE, {
             "subscriptionGroupTable": {name: group.to_json() for name, group in self.table.items()},

@@ -49,6 +49,23 @@ class ConsumerOffsetManager:
         prefix = topic + TOPIC_GROUP_SEPARATOR
         return {key[len(prefix):] for key in self.table if key.startswith(prefix)}
 
+    def topics_of_group(self, group: str) -> set[str]:
+        """``whichTopicByConsumer``."""
+        return {key.rpartition(TOPIC_GROUP_SEPARATOR)[0] for key in self.table
+                if key.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group}
+
+    def remove_group(self, group: str) -> None:
+        """``removeOffset``: forget every offset of the group."""
+        for key in [k for k in self.table if k.rpartition(TOPIC_GROUP_SEPARATOR)[2] == group]:
+            del self.table[key]
+
+    def clone(self, src_group: str, dest_group: str, topic: str) -> None:
+        """``cloneOffset``: the destination group gets a copy of the source group's offsets on the topic (when the
+        source has any)."""
+        offsets = self.table.get(offset_key(topic, src_group))
+        if offsets is not None:
+            self.table[offset_key(topic, dest_group)] = dict(offsets)
+
     def encode(self) -> dict[str, Any]:
         return {"offsetTable": {key: {str(q): o for q, o in queues.items()} for key, queues in self.table.items()}}
 

@@ -6,7 +6,9 @@ may consume (NO_PERMISSION), topic exists (TOPIC_NOT_EXIST) and is readable (NO_
 queues (SYSTEM_ERROR); then the subscription: from the request when it has the subscription bit (parse error →
 SUBSCRIPTION_PARSE_FAILED), else from the group's registered consumers (none → SUBSCRIPTION_NOT_EXIST, broadcasting
 not allowed → NO_PERMISSION, topic not subscribed → SUBSCRIPTION_NOT_EXIST, older than the request's subVersion →
-SUBSCRIPTION_NOT_LATEST); non-tag expressions are not supported (SYSTEM_ERROR). The store's status becomes the
+SUBSCRIPTION_NOT_LATEST; a non-tag one without the group's filter data → FILTER_DATA_NOT_EXIST, older than the
+request → FILTER_DATA_NOT_LATEST); non-tag expressions need enablePropertyFilter (else SYSTEM_ERROR) and are matched
+against each stored message's properties (``refimpl.broker.filter``). The store's status becomes the
 response code (REFERENCE §C). PULL_NOT_FOUND with the suspend bit is held: every 5 s (1 s with short polling) and
 whenever a matching message arrives the held request is run again without suspension and answered, or when its time
 is up. A pull with the commit bit also commits the consumer's offset on a master.
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from rocketspec.refimpl.broker.clients import SubscriptionData, is_tag_type
+from rocketspec.refimpl.broker.filter import FilterData, commit_log_filter, unsupported_remark
 from rocketspec.refimpl.broker.send import suggest_todo
 from rocketspec.refimpl.events import PullResponseEvent
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
@@ -170,6 +173,7 @@ class PullMessageProcessor:
                                f"queueId[{header.queue_id}] is illegal, topic:[{header.topic}] "
                                f"topicConfig.readQueueNums:[{topic_config.read_queue_nums}] "
                                f"consumer:[{channel.remote_addr}]")
+        filter_data: FilterData | None = None
         if has_subscription:
             try:
                 subscription = SubscriptionData.build(header.topic, header.subscription, header.expression_type,
@@ -177,6 +181,9 @@ class PullMessageProcessor:
             except ValueError:
                 return self._error(header, request, ResponseCode.SUBSCRIPTION_PARSE_FAILED,
                                    "parse the consumer's subscription failed")
+            # Compiled for this pull only; one that does not compile leaves no filter data: nothing is filtered.
+            filter_data = FilterData.build(header.topic, header.consumer_group, header.subscription,
+                                           header.expression_type, header.sub_version)
         else:
             group_info = broker.consumers.get(header.consumer_group)
             if group_info is None:
@@ -194,14 +201,22 @@ class PullMessageProcessor:
                 return self._error(header, request, ResponseCode.SUBSCRIPTION_NOT_LATEST,
                                    "the consumer's subscription not latest")
             subscription = found
-        if not is_tag_type(subscription.expression_type):
-            # Property (SQL92) filtering needs enablePropertyFilter, which this broker does not offer.
+            if not is_tag_type(subscription.expression_type):
+                # The group's filter data, registered by its heartbeats (ConsumerFilterManager).
+                filter_data = broker.filters.get(header.topic, header.consumer_group)
+                if filter_data is None:
+                    return self._error(header, request, ResponseCode.FILTER_DATA_NOT_EXIST,
+                                       "The broker's consumer filter data is not exist!Your expression may be wrong!")
+                if filter_data.client_version < header.sub_version:
+                    return self._error(header, request, ResponseCode.FILTER_DATA_NOT_LATEST,
+                                       "the consumer's consumer filter data not latest")
+        if not is_tag_type(subscription.expression_type) and not broker.config.enable_property_filter:
             return self._error(header, request, ResponseCode.SYSTEM_ERROR,
-                               f"The broker does not support consumer to filter message by "
-                               f"{subscription.expression_type}")
+                               unsupported_remark(subscription.expression_type))
 
         result = broker.store.get_message(header.topic, header.queue_id, header.queue_offset, header.max_msg_nums,
-                                          subscription.matches)
+                                          subscription.matches,
+                                          commit_log_filter(subscription, filter_data, broker.name))
         fields: dict[str, int] = {
             "nextBeginOffset": result.next_begin_offset,
             "minOffset": result.min_offset,
@@ -218,6 +233,8 @@ class PullMessageProcessor:
         response: RemotingCommand | None
         if code == ResponseCode.SUCCESS:
             body = b"".join(result.messages)
+            broker.stats.on_get(header.consumer_group, header.topic, header.queue_id, len(result.messages),
+                                len(body))
         elif code == ResponseCode.PULL_NOT_FOUND and allow_suspend and has_suspend:
             polling_ms = suspend_timeout if broker.config.long_polling_enable else broker.config.short_polling_time_ms
             self.hold.suspend(HeldPull(request, channel, header.topic, header.queue_id, polling_ms,
@@ -311,7 +328,8 @@ class PullRequestHoldService:
             newest = max_offset
             if newest <= held.offset:
                 newest = store.max_offset(topic, queue_id)
-            if newest > held.offset and held.subscription.matches(tags_code):
+            if newest > held.offset and held.subscription.matches(tags_code) and (
+                    tags_code is None or self._arrival_matches(held, topic, queue_id, max_offset - 1)):
                 self.processor.wake(held)
                 continue
             if now >= held.suspend_ts + held.timeout_ms:
@@ -320,6 +338,23 @@ class PullRequestHoldService:
             replay.append(held)
         if replay:
             self.table.setdefault((topic, queue_id), []).extend(replay)
+
+    def _arrival_matches(self, held: HeldPull, topic: str, queue_id: int, offset: int) -> bool:
+        """``isMatchedByCommitLog`` on the arriving message's properties: an SQL92 pull is woken only by a message
+        its selector keeps (the periodic check, which has no properties, wakes it regardless)."""
+        if is_tag_type(held.subscription.expression_type):
+            return True
+        header = PullMessageHeader.parse(held.request)
+        if header.sys_flag & PULL_FLAG_SUBSCRIPTION:
+            data = FilterData.build(topic, header.consumer_group, header.subscription, header.expression_type,
+                                    header.sub_version)
+        else:
+            data = self.broker.filters.get(topic, header.consumer_group)
+        test = commit_log_filter(held.subscription, data, self.broker.name)
+        if test is None:
+            return True
+        arrived = self.broker.store.get_message(topic, queue_id, offset, 1)
+        return not arrived.messages or test(arrived.messages[0])
 
     def channel_closed(self, channel: Channel) -> None:
         """Held pulls of a closed connection can never be answered: forget them."""

@@ -29,7 +29,7 @@ import re
 from typing import TYPE_CHECKING
 
 from rocketspec.refimpl.broker.config import load_json, save_json
-from rocketspec.refimpl.message import MessageExt
+from rocketspec.refimpl.message import MessageExt, encode_properties
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore
 from rocketspec.spec.protocol import (
@@ -69,13 +69,14 @@ class MalformedDelayedMessage(ValueError):
 def time_up(msg: MessageExt) -> MessageToStore:
     """``messageTimeup``: the parked message as it is delivered to its real topic and queue.
 
-    Properties are kept as stored except DELAY (REAL_TOPIC and REAL_QID stay, as in RocketMQ); the tags code follows
-    from TAGS when the store writes it. RocketMQ 4.9.8 encodes the properties before it clears DELAY, so its
-    delivered message still shows the DELAY it was parked with; the store takes one property map, which it also
-    reads for the delay level, so here DELAY has to go.
+    The store decides with the map: DELAY cleared (so it is not parked again) and WAIT false. It writes the
+    properties as they were stored in SCHEDULE_TOPIC_XXXX: 4.9.8 encodes the string before it changes the map, so the
+    delivered message still shows the DELAY it was parked with, REAL_TOPIC, REAL_QID and any WAIT it had. The tags
+    code follows from TAGS when the store writes it.
     """
     props = dict(msg.properties)
     props.pop(Property.DELAY_TIME_LEVEL, None)
+    props[Property.WAIT_STORE_MSG_OK] = "false"
     topic = props.get(Property.REAL_TOPIC)
     queue_id = parse_java_long(props.get(Property.REAL_QUEUE_ID), 32)
     if topic is None or queue_id is None:
@@ -90,6 +91,7 @@ def time_up(msg: MessageExt) -> MessageToStore:
         born_timestamp=msg.born_timestamp,
         born_host=msg.born_host,
         reconsume_times=msg.reconsume_times,
+        properties_text=encode_properties(msg.properties),
     )
 
 

@@ -11,13 +11,14 @@ message becomes a half message. The store's status becomes the response code (``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from rocketspec.refimpl.broker.topics import TopicConfig, is_not_allowed_send_topic, validate_topic
-from rocketspec.refimpl.message import decode_batch, decode_properties
-from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand
+from rocketspec.refimpl.message import decode_batch, decode_properties, encode_properties
+from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand, java_null_unboxed
 from rocketspec.refimpl.store import MessageToStore, PutResult
 from rocketspec.spec.protocol import (
     FAQ_URL,
@@ -25,6 +26,7 @@ from rocketspec.spec.protocol import (
     PERM_READ,
     PERM_WRITE,
     PROPERTY_MSG_REGION,
+    PROPERTY_SEPARATOR,
     PROPERTY_TRACE_SWITCH,
     RANDOM_QUEUE_ID_BOUND,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -95,29 +97,73 @@ class SendMessageHeader:
     batch: bool = False
 
     @classmethod
-    def parse(cls, request: RemotingCommand) -> SendMessageHeader:
-        """Decode the long-name header (SEND_MESSAGE) or the letter header (V2, batch); ``HeaderError`` when a
-        required field is missing or not a number."""
-        v2 = request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+    def parse(cls, request: RemotingCommand, unboxing: Mapping[str, tuple[str, str, str]] | None = None
+              ) -> SendMessageHeader:
+        """Decode the long-name header (SEND_MESSAGE) or the letter header (V2, batch) as 4.9.8 does: nothing is
+        checked at decoding (``SendMessageRequestHeader.checkFields`` is empty, the letter header a FastCodesHeader),
+        so a missing producer group or default topic is accepted, and a missing topic meets msgCheck's "The
+        specified topic is blank.". A missing number (or, in the long header, one that is not a number: the
+        reflective decoder leaves it null) is unboxed later: ``HeaderError`` with Java's NullPointerException text,
+        in the order the processor unboxes them (``unboxing``: field -> getter, boxed type, throwing frame; the send
+        path's by default). A letter header's bad number is Java's NumberFormatException."""
+        v2 = request.code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+                              RequestCode.SEND_REPLY_MESSAGE_V2)
 
         def name(long: str) -> str:
             return _V2_NAME[long] if v2 else long
 
+        def number(long: str) -> int | None:
+            text = request.field(name(long))
+            if text is None:
+                return None
+            try:
+                return int(text)
+            except ValueError:
+                if v2:
+                    raise HeaderError(f'java.lang.NumberFormatException: For input string: "{text}", '
+                                      f"{_NUMBER_FORMAT_AT}") from None
+                return None
+
+        order = SEND_UNBOXING if unboxing is None else unboxing
+        numbers = {long: number(long) for long in _V2_NAME if long in order or long in _OPTIONAL_NUMBERS}
+        topic = request.field(name("topic")) or ""
+        if topic.strip():
+            for long, (getter, boxed, at) in order.items():
+                if numbers[long] is None:
+                    raise HeaderError(java_null_unboxed("SendMessageRequestHeader", getter, boxed, at))
         return cls(
-            producer_group=request.require(name("producerGroup")),
-            topic=request.require(name("topic")),
-            default_topic=request.require(name("defaultTopic")),
-            default_topic_queue_nums=request.require_int(name("defaultTopicQueueNums")),
-            queue_id=request.require_int(name("queueId")),
-            sys_flag=request.require_int(name("sysFlag")),
-            born_timestamp=request.require_int(name("bornTimestamp")),
-            flag=request.require_int(name("flag")),
+            producer_group=request.field(name("producerGroup")) or "",
+            topic=topic,
+            default_topic=request.field(name("defaultTopic")) or "",
+            default_topic_queue_nums=numbers["defaultTopicQueueNums"] or 0,
+            queue_id=numbers["queueId"] or 0,
+            sys_flag=numbers["sysFlag"] or 0,
+            born_timestamp=numbers["bornTimestamp"] or 0,
+            flag=numbers["flag"] or 0,
             properties=request.field(name("properties")),
-            reconsume_times=request.int_field(name("reconsumeTimes")),
+            reconsume_times=numbers["reconsumeTimes"],
             unit_mode=request.bool_field(name("unitMode")),
-            max_reconsume_times=request.int_field(name("maxReconsumeTimes")),
+            max_reconsume_times=numbers["maxReconsumeTimes"],
             batch=request.bool_field(name("batch")),
         )
+
+
+# Header numbers the send path unboxes, in the order 4.9.8 does (msgCheck, then asyncSendMessage, handleRetryAndDLQ).
+JAVA_PROCESSOR_PACKAGE = "org.apache.rocketmq.broker.processor."
+_PROCESSOR = JAVA_PROCESSOR_PACKAGE
+MSG_CHECK_FRAME = f"{_PROCESSOR}AbstractSendMessageProcessor.msgCheck(AbstractSendMessageProcessor.java:218)"
+SEND_UNBOXING = {
+    "queueId": ("getQueueId", "Integer.intValue", MSG_CHECK_FRAME),
+    "flag": ("getFlag", "Integer.intValue",
+             f"{_PROCESSOR}SendMessageProcessor.asyncSendMessage(SendMessageProcessor.java:294)"),
+    "bornTimestamp": ("getBornTimestamp", "Long.longValue",
+                      f"{_PROCESSOR}SendMessageProcessor.asyncSendMessage(SendMessageProcessor.java:297)"),
+    "sysFlag": ("getSysFlag", "Integer.intValue",
+                f"{_PROCESSOR}SendMessageProcessor.handleRetryAndDLQ(SendMessageProcessor.java:381)"),
+}
+# Where Java 17 throws a NumberFormatException for a letter header's bad number.
+_NUMBER_FORMAT_AT = "java.base/java.lang.NumberFormatException.forInputString(NumberFormatException.java:67)"
+_OPTIONAL_NUMBERS = ("defaultTopicQueueNums", "reconsumeTimes", "maxReconsumeTimes")
 
 
 class SendMessageProcessor:
@@ -197,10 +243,12 @@ class SendMessageProcessor:
         stored = dict(original)
         stored[Property.CLUSTER] = broker.config.cluster_name
         prepared = parse_java_bool(original.get(Property.TRANSACTION_PREPARED))
-        if not prepared:
-            # WAIT is not worth storing: RocketMQ drops it from the stored properties; a half message is rebuilt from
-            # the full property map, so it (and the committed message) keeps it.
-            stored.pop(Property.WAIT_STORE_MSG_OK, None)
+        written = None
+        if Property.WAIT_STORE_MSG_OK in stored:
+            # WAIT is not worth storing: 4.9.8 leaves it out of the properties string it writes but keeps it in the
+            # map, so wherever the string is rebuilt from the map (a delayed message parked, a half message) it is
+            # written after all.
+            written = encode_properties({k: v for k, v in stored.items() if k != Property.WAIT_STORE_MSG_OK})
         msg = MessageToStore(
             topic=header.topic,
             queue_id=queue_id,
@@ -211,6 +259,7 @@ class SendMessageProcessor:
             born_timestamp=header.born_timestamp,
             born_host=channel.remote_addr,
             reconsume_times=header.reconsume_times or 0,
+            properties_text=written,
         )
         if header.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             redirected = self._retry_or_dlq(request, header, msg)
@@ -223,10 +272,12 @@ class SendMessageProcessor:
                                    f"the broker[{self._broker_ip()}] sending transaction message is forbidden")
             msg = broker.transactions.to_half_message(msg)
             result = broker.put_message(msg)
+            broker.stats.on_put(msg, result)
             if result is not None and result.status is PutMessageStatus.PUT_OK:
                 broker.transactions.after_half_stored(msg, result)
             return self.put_response(request, result, queue_id)
         result = broker.put_message(msg)
+        broker.stats.on_put(msg, result)
         return self.put_response(request, result, queue_id)
 
     def _retry_or_dlq(self, request: RemotingCommand, header: SendMessageHeader, msg: MessageToStore
@@ -275,9 +326,11 @@ class SendMessageProcessor:
         if not entries:
             return self._reply(request, ResponseCode.MESSAGE_ILLEGAL, "bad batch body: no message")
         messages = []
+        batch_text = encode_properties(batch_props)
         for entry in entries:
             props = dict(entry.properties)
             props.update(batch_props)
+            own_text = encode_properties(entry.properties)
             messages.append(MessageToStore(
                 topic=header.topic,
                 queue_id=queue_id,
@@ -288,8 +341,11 @@ class SendMessageProcessor:
                 born_timestamp=header.born_timestamp,
                 born_host=channel.remote_addr,
                 reconsume_times=header.reconsume_times or 0,
+                # MessageExtBatchEncoder appends the batch's properties to each message's, repeats and all.
+                properties_text=f"{own_text}{PROPERTY_SEPARATOR}{batch_text}" if own_text else batch_text,
             ))
         result = broker.put_messages(messages)
+        broker.stats.on_put(messages[0], result, len(messages))
         return self.put_response(request, result, queue_id, batch=True)
 
     # -------------------------------------------------------------------------------------- put status mapping

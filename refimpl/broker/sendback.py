@@ -148,6 +148,7 @@ def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channe
     result = broker.put_message(inner)
     if result.status is not PutMessageStatus.PUT_OK:
         return request.response(ResponseCode.SYSTEM_ERROR, remark=result.status.name)
+    broker.stats.on_send_back(header.group, props[Property.RETRY_TOPIC], inner, result.size)
     broker.events.emit(SendBack(
         node=broker.name,
         group=header.group,

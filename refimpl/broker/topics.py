@@ -257,6 +257,14 @@ class TopicConfigManager:
         self.data_version.next_version(self._clock())
         self.persist()
 
+    def delete(self, topic: str) -> TopicConfig | None:
+        """``deleteTopicConfig`` (DELETE_TOPIC_IN_BROKER): remove, new version, persist; the removed config or None."""
+        removed = self.table.pop(topic, None)
+        if removed is not None:
+            self.data_version.next_version(self._clock())
+            self.persist()
+        return removed
+
     def update_order_topics(self, order_topics: set[str]) -> None:
         """``updateOrderTopicConfig``: the name server's order-topic table decides every topic's order flag."""
         changed = False

@@ -41,7 +41,7 @@ import attrs
 
 from rocketspec.refimpl.broker.schedule import parse_java_long
 from rocketspec.refimpl.events import TxnCheck, TxnEnd, TxnHalf
-from rocketspec.refimpl.message import MessageExt, decode_stored_message, encode_stored_message
+from rocketspec.refimpl.message import MessageExt, decode_stored_message, encode_properties, encode_stored_message
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore, PutResult
@@ -209,6 +209,7 @@ class TransactionService:
             queue_id=0,
             properties=props,
             sys_flag=(msg.sys_flag & ~SYSFLAG_TRANSACTION_MASK) | TRANSACTION_NOT_TYPE,
+            properties_text=None,  # re-encoded from the map: WAIT is written
         )
 
     def after_half_stored(self, msg: MessageToStore, result: PutResult) -> None:
@@ -506,6 +507,7 @@ class TransactionService:
         status = _PULL_STATUS[got.status]
         if status is not PullStatus.FOUND:
             return PullResult(status, got.next_begin_offset)
+        self.broker.stats.on_get(TRANS_SYS_GROUP, topic, queue_id, len(got.messages), got.buffer_total_size, rt=False)
         found = []
         for data in got.messages:
             try:
@@ -578,7 +580,11 @@ class TransactionService:
     @staticmethod
     def _renew_half_message(msg: CheckedMessage) -> MessageToStore:
         """``renewHalfMessageInner``: the same half message appended again (flag and reconsume times are not
-        copied, so they are 0 from then on, as in RocketMQ)."""
+        copied, so they are 0 from then on, as in RocketMQ). Its properties are written as they are; then
+        ``setWaitStoreMsgOK(false)`` changes the property map it shares with the message read, so the message the
+        check sends to the producer shows WAIT=false."""
+        written = encode_properties(msg.properties)
+        msg.properties[Property.WAIT_STORE_MSG_OK] = "false"
         return MessageToStore(
             topic=msg.topic,
             queue_id=msg.queue_id,
@@ -587,12 +593,15 @@ class TransactionService:
             sys_flag=msg.sys_flag,
             born_timestamp=msg.born_timestamp,
             born_host=msg.born_host,
+            properties_text=written,
         )
 
     def _put_immunity_back(self, msg: CheckedMessage) -> bool:
-        """``putImmunityMsgBackToHalfQueue``: append again with TRAN_PREPARED_QUEUE_OFFSET (the first offset)."""
+        """``putImmunityMsgBackToHalfQueue``: append again with TRAN_PREPARED_QUEUE_OFFSET (the first offset); this
+        one is written from the map (``renewImmunityHalfMessageInner`` re-encodes it), WAIT=false included."""
         inner = self._renew_half_message(msg)
         inner.properties.setdefault(Property.TRANSACTION_PREPARED_QUEUE_OFFSET, str(msg.queue_offset))
+        inner.properties_text = None
         return self.broker.put_message(inner).status is PutMessageStatus.PUT_OK
 
     def _put_back_half_message(self, msg: CheckedMessage) -> bool:
