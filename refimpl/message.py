@@ -182,6 +182,44 @@ def decode_offset_message_id(msg_id: str) -> tuple[str, int, int]:
     return host, port, offset
 
 
+class MessageIdDecodeError(ValueError):
+    """What 4.9.8's ``MessageDecoder.decodeMessageId`` throws, as ``RemotingHelper.exceptionSimpleDesc`` shows it."""
+
+
+def _java_hex_bytes(text: str) -> bytes:
+    """``UtilAll.string2bytes``: pairs of upper-cased characters, each the index in "0123456789ABCDEF" (-1 when not
+    there), combined as ``(byte) (hi << 4 | lo)``; a trailing odd character is dropped."""
+    digits = "0123456789ABCDEF"
+    upper = text.upper()
+    return bytes(((digits.find(upper[2 * i]) << 4) | digits.find(upper[2 * i + 1])) & 0xFF
+                 for i in range(len(upper) // 2))
+
+
+def java_message_id_offset(msg_id: str | None) -> int:
+    """The commit-log offset ``MessageDecoder.decodeMessageId`` reads from any text, failing as 4.9.8 does: an ip of
+    4 bytes for 32 characters (16 otherwise), a port that must be 0..65535, then the offset; too few bytes are a
+    ``BufferUnderflowException``. Raises ``MessageIdDecodeError`` with the remark 4.9.8 answers."""
+    if not msg_id:  # string2bytes gives null, ByteBuffer.wrap(null)
+        raise MessageIdDecodeError('java.lang.NullPointerException: Cannot read the array length because "array" is '
+                                   "null, java.base/java.nio.ByteBuffer.wrap(ByteBuffer.java:437)")
+    raw = _java_hex_bytes(msg_id)
+    ip_len = 4 if len(msg_id) == 32 else 16
+    if len(raw) < ip_len:
+        raise MessageIdDecodeError(
+            "java.nio.BufferUnderflowException, java.base/java.nio.HeapByteBuffer.get(HeapByteBuffer.java:183)")
+    if len(raw) < ip_len + 4:
+        raise MessageIdDecodeError(
+            "java.nio.BufferUnderflowException, java.base/java.nio.Buffer.nextGetIndex(Buffer.java:707)")
+    (port,) = struct.unpack_from(">i", raw, ip_len)
+    if not 0 <= port <= 0xFFFF:
+        raise MessageIdDecodeError(f"java.lang.IllegalArgumentException: port out of range:{port}, "
+                                   "java.base/java.net.InetSocketAddress.checkPort(InetSocketAddress.java:152)")
+    if len(raw) < ip_len + 12:
+        raise MessageIdDecodeError(
+            "java.nio.BufferUnderflowException, java.base/java.nio.Buffer.nextGetIndex(Buffer.java:707)")
+    return int(struct.unpack_from(">q", raw, ip_len + 4)[0])
+
+
 def _month_bounds_ms(now_ms: int) -> tuple[int, int]:
     """Start of the month containing ``now_ms`` and of the next one, in UTC (Java uses the default time zone)."""
     day = datetime.datetime.fromtimestamp(now_ms / 1000, tz=datetime.timezone.utc)

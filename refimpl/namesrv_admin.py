@@ -43,6 +43,11 @@ _FLAG_UNIT = 0x1
 _FLAG_UNIT_SUB = 0x2
 
 
+def _java(text: str | None) -> str:
+    """A header field as Java's string concatenation prints it (a missing one is null)."""
+    return "null" if text is None else text
+
+
 def kv_table_json(table: dict[str, str]) -> bytes:
     """A ``KVTable`` body: ``{"table":{key:value}}``."""
     return dumps_java({"table": dict(table)})
@@ -120,34 +125,47 @@ class NamesrvAdmin:
 
     # KV config --------------------------------------------------------------------------------------------------
     def put_kv_config(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        """``putKVConfig``: namespace, key and value are required header fields."""
-        namespace = request.require("namespace")
-        key = request.require("key")
-        value = request.require("value")
-        self.kv.put(namespace, key, value)
+        """``putKVConfig``: a missing namespace or key is SYSTEM_ERROR "namespace or key is null"
+        (``KVConfigManager.putKVConfig``'s own check: 4.9.8's decoder leaves missing fields null); a missing value
+        stores null, which reads back as no item (the key disappears, the namespace exists)."""
+        namespace = request.field("namespace")
+        key = request.field("key")
+        if namespace is None or key is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark="namespace or key is null")
+        value = request.field("value")
+        if value is None:
+            self.kv.put(namespace, key, "")
+            self.kv.delete(namespace, key)
+        else:
+            self.kv.put(namespace, key, value)
         return request.response(ResponseCode.SUCCESS)
 
     def get_kv_config(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getKVConfig``: the value in the ``value`` header field, or QUERY_NOT_FOUND naming namespace and key."""
-        namespace = request.require("namespace")
-        key = request.require("key")
-        value = self.kv.get(namespace, key)
+        namespace = request.field("namespace")
+        key = request.field("key")
+        # A missing field is null in 4.9.8: no item, the remark printing "null".
+        value = None if namespace is None or key is None else self.kv.get(namespace, key)
         if value is None:
             return request.response(ResponseCode.QUERY_NOT_FOUND,
-                                    remark=f"No config item, Namespace: {namespace} Key: {key}")
+                                    remark=f"No config item, Namespace: {_java(namespace)} Key: {_java(key)}")
         return request.response(ResponseCode.SUCCESS, {"value": value})
 
     def delete_kv_config(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
-        """``deleteKVConfig``: SUCCESS whether or not the key existed."""
-        self.kv.delete(request.require("namespace"), request.require("key"))
+        """``deleteKVConfig``: SUCCESS whether or not the key existed (a missing field: nothing to delete)."""
+        namespace = request.field("namespace")
+        key = request.field("key")
+        if namespace is not None and key is not None:
+            self.kv.delete(namespace, key)
         return request.response(ResponseCode.SUCCESS)
 
     def get_kv_list_by_namespace(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getKVListByNamespace``: the namespace's KVTable, or QUERY_NOT_FOUND when the namespace is unknown."""
-        namespace = request.require("namespace")
-        body = self.kv.list_json(namespace)
+        namespace = request.field("namespace")
+        body = None if namespace is None else self.kv.list_json(namespace)
         if body is None:
-            return request.response(ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {namespace}")
+            return request.response(ResponseCode.QUERY_NOT_FOUND,
+                                    remark=f"No config item, Namespace: {_java(namespace)}")
         return request.response(ResponseCode.SUCCESS, body=body)
 
     # topics -----------------------------------------------------------------------------------------------------
@@ -159,7 +177,9 @@ class NamesrvAdmin:
         """``deleteTopicInNamesrv``: drop the topic's route; with ``clusterName`` only that cluster's brokers' queue
         data (the topic goes when none is left). Brokers keep the topic config: their next registration with a new
         data version brings the route back, as in Java."""
-        topic = request.require("topic")
+        topic = request.field("topic")
+        if topic is None:  # 4.9.8 removes the null key: nothing
+            return request.response(ResponseCode.SUCCESS)
         cluster = request.field("clusterName")
         table = self.namesrv.topic_queue_table
         if not cluster:
@@ -177,8 +197,8 @@ class NamesrvAdmin:
     def get_topics_by_cluster(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getTopicsByCluster``: topics with queues on a broker of the cluster (an unknown cluster: an empty list,
         Java's NullPointerException being logged and swallowed)."""
-        cluster = request.require("cluster")
-        names = self.namesrv.cluster_addr_table.get(cluster) or set()
+        cluster = request.field("cluster")  # missing: null, no such cluster
+        names = (None if cluster is None else self.namesrv.cluster_addr_table.get(cluster)) or set()
         topics = [topic for name in sorted(names)
                   for topic, queue_datas in self.namesrv.topic_queue_table.items() if name in queue_datas]
         return request.response(ResponseCode.SUCCESS, body=topic_list_json(topics))
@@ -206,7 +226,7 @@ class NamesrvAdmin:
     def _write_perm(self, request: RemotingCommand, count_field: str, *, wipe: bool) -> RemotingCommand:
         """``wipeWritePermOfBroker`` / ``addWritePermOfBroker``: every queue data of the broker loses the write bit
         (or becomes read-write); the header field counts the topics touched."""
-        broker_name = request.require("brokerName")
+        broker_name = request.field("brokerName")  # missing: null, a broker with no queues
         count = 0
         for queue_datas in self.namesrv.topic_queue_table.values():
             queue_data = queue_datas.get(broker_name)

@@ -12,6 +12,7 @@ transport only has to encode and decode frames.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -59,6 +60,33 @@ def java_null_unboxed(header_class: str, getter: str, boxed: str, at: str | None
     text = (f'java.lang.NullPointerException: Cannot invoke "java.lang.{boxed}()" because the return value of '
             f'"{JAVA_HEADER_PACKAGE}{header_class}.{getter}()" is null')
     return text if at is None else f"{text}, {at}"
+
+
+# A NullPointerException without message or stack: what a warm 4.9.8 JVM answers (HotSpot's
+# OmitStackTraceInFastThrow preallocated exception) once a site threw often, and what an explicit ``throw new
+# NullPointerException()`` inside a JDK collection gives.
+JAVA_NPE = "java.lang.NullPointerException"
+_JDK_CHM = "java.base/java.util.concurrent.ConcurrentHashMap"
+# ``ConcurrentHashMap.get(null)`` / ``remove(null)`` as a cold 4.9.8 JVM answers them (Java 17 helpful NPE text and the
+# throwing frame, ``RemotingHelper.exceptionSimpleDesc``).
+JAVA_NPE_NULL_KEY_GET = (f'{JAVA_NPE}: Cannot invoke "Object.hashCode()" because "key" is null, '
+                         f'{_JDK_CHM}.get(ConcurrentHashMap.java:936)')
+JAVA_NPE_NULL_KEY_REMOVE = (f'{JAVA_NPE}: Cannot invoke "Object.hashCode()" because "key" is null, '
+                            f'{_JDK_CHM}.replaceNode(ConcurrentHashMap.java:1111)')
+# ``ConcurrentHashMap.put(null, v)``: an explicit ``throw new NullPointerException()``, never a helpful message.
+JAVA_NPE_NULL_KEY_PUT = f"{JAVA_NPE}, {_JDK_CHM}.putVal(ConcurrentHashMap.java:1011)"
+# ``new String(null)`` of a missing body (``RemotingSerializable.decode``-style callers).
+JAVA_NPE_NULL_BODY_STRING = (f'{JAVA_NPE}: Cannot read the array length because "bytes" is null, '
+                             'java.base/java.lang.String.<init>(String.java:1387)')
+
+
+def java_npe(message: str, at: str) -> str:
+    """``RemotingHelper.exceptionSimpleDesc`` of a NullPointerException with Java 17's helpful MESSAGE thrown AT
+    (``Class.method(File.java:line)``)."""
+    return f"{JAVA_NPE}: {message}, {at}"
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def header_text(value: object) -> str:
@@ -154,6 +182,15 @@ class RemotingCommand:
             return int(value)
         except ValueError:
             raise HeaderError(f"the custom field <{name}> is not a number: {value!r}") from None
+
+    def decoded_int(self, name: str, bits: int = 32) -> int | None:
+        """A boxed ``Integer`` (``bits=64``: ``Long``) header field as 4.9.8's ``decodeCommandCustomHeader`` leaves it:
+        None when missing or when ``parseInt`` / ``parseLong`` refuses the text (the decoder logs and goes on)."""
+        value = self.ext_fields.get(name)
+        if value is None or not _JAVA_INT.fullmatch(value):
+            return None
+        number = int(value)
+        return number if -(1 << (bits - 1)) <= number < (1 << (bits - 1)) else None
 
     def require_int(self, name: str) -> int:
         value = self.int_field(name)

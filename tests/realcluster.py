@@ -167,8 +167,9 @@ def mqadmin(home: Path, namesrv: str, *args: str, user_home: Path) -> subprocess
     env = dict(os.environ, ROCKETMQ_HOME=str(home), NAMESRV_ADDR=namesrv)
     cmd = ["java", *JAVA_OPTS, f"-Duser.home={user_home}", f"-Dlogback.configurationFile={home}/conf/logback_tools.xml",
            "-cp", f"{home}/lib/*", "org.apache.rocketmq.tools.command.MQAdminStartup", *args, "-n", namesrv]
+    # In user_home: some commands (getConsumerStatus) write files into the working directory.
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=ADMIN_TIMEOUT_S,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, cwd=user_home)
 
 
 def _java_cache_root() -> Path:

@@ -16,7 +16,14 @@ from test_refimpl_broker import Env, FakeChannel
 from rocketspec.refimpl.broker.admin_runtime import parse_properties
 from rocketspec.refimpl.events import EventLog
 from rocketspec.refimpl.namesrv import NameServer
-from rocketspec.refimpl.remoting import Network, RemotingCommand, RemotingTimeoutError
+from rocketspec.refimpl.remoting import (
+    JAVA_NPE_NULL_BODY_STRING,
+    JAVA_NPE_NULL_KEY_GET,
+    JAVA_NPE_NULL_KEY_REMOVE,
+    Network,
+    RemotingCommand,
+    RemotingTimeoutError,
+)
 from rocketspec.refimpl.runtime import SimulatedRuntime
 from rocketspec.spec.protocol import (
     AUTO_CREATE_TOPIC_KEY,
@@ -57,10 +64,25 @@ def test_create_topic_bad_input(env: Env) -> None:
     assert create(env, "bad topic!").remark == \
         "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
     assert create(env, SCHEDULE_TOPIC).remark == f"The topic[{SCHEDULE_TOPIC}] is conflict with system topic."
-    assert create(env, "T", topicFilterType="NOPE").code == ResponseCode.SYSTEM_ERROR
-    missing = ask(env, RequestCode.UPDATE_AND_CREATE_TOPIC, {"topic": "T2", "perm": 6, "topicFilterType": "SINGLE_TAG"})
-    assert missing.code == ResponseCode.SYSTEM_ERROR and "readQueueNums" in (missing.remark or "")
-    blank = ask(env, RequestCode.UPDATE_AND_CREATE_TOPIC, {"readQueueNums": 1})
+    # 4.9.8: the header's checkFields (TopicFilterType.valueOf) fails first, then a missing or unparsable number is
+    # null and the processor's unboxing throws (the remark names the getter and AdminBrokerProcessor's line).
+    bad_filter = create(env, "T", topicFilterType="NOPE")
+    assert (bad_filter.code, bad_filter.remark) == (ResponseCode.SYSTEM_ERROR, (
+        "org.apache.rocketmq.remoting.exception.RemotingCommandException: topicFilterType = [NOPE] value invalid, "
+        "org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader.checkFields(CreateTopicRequestHeader.java:50)"))
+    assert "topicFilterType = [null] value invalid" in (ask(env, RequestCode.UPDATE_AND_CREATE_TOPIC).remark or "")
+    for fields, getter, line in (({"perm": 6, "writeQueueNums": 1}, "getReadQueueNums", 277),
+                                 ({"perm": 6, "readQueueNums": "x", "writeQueueNums": 1}, "getReadQueueNums", 277),
+                                 ({"perm": 6, "readQueueNums": 1}, "getWriteQueueNums", 278),
+                                 ({"perm": "6x", "readQueueNums": 1, "writeQueueNums": 1}, "getPerm", 280)):
+        missing = ask(env, RequestCode.UPDATE_AND_CREATE_TOPIC,
+                      {"topic": "T2", "topicFilterType": "SINGLE_TAG", **fields})
+        remark = missing.remark or ""
+        assert missing.code == ResponseCode.SYSTEM_ERROR
+        assert f'CreateTopicRequestHeader.{getter}()" is null' in remark
+        assert remark.endswith(f"AdminBrokerProcessor.updateAndCreateTopic(AdminBrokerProcessor.java:{line})")
+    assert env.broker.topics.get("T2") is None
+    blank = ask(env, RequestCode.UPDATE_AND_CREATE_TOPIC, {"readQueueNums": 1, "topicFilterType": "SINGLE_TAG"})
     assert blank.remark == "The specified topic is blank."
 
 
@@ -214,7 +236,10 @@ def test_subscription_groups(env: Env) -> None:
     assert ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body).code == ResponseCode.SUCCESS
     table = json.loads(ask(env, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body or b"")
     assert table["subscriptionGroupTable"]["SG"]["retryMaxTimes"] == 3 and "dataVersion" in table
-    assert ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).code == ResponseCode.SUCCESS  # no body
+    no_body = ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)  # 4.9.8: new String(null)
+    assert (no_body.code, no_body.remark) == (ResponseCode.SYSTEM_ERROR, JAVA_NPE_NULL_BODY_STRING)
+    no_name = ask(env, RequestCode.DELETE_SUBSCRIPTIONGROUP)  # 4.9.8: the table's remove(null)
+    assert (no_name.code, no_name.remark) == (ResponseCode.SYSTEM_ERROR, JAVA_NPE_NULL_KEY_REMOVE)
     bad = ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b"{not json")
     assert bad.code == ResponseCode.SYSTEM_ERROR
     ask(env, RequestCode.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "SG", "topic": "T", "queueId": 0, "commitOffset": 1})
@@ -312,7 +337,15 @@ def test_kv_config(namesrv: NameServer) -> None:
     assert ns_ask(namesrv, RequestCode.GET_KV_CONFIG, {"namespace": ns, "key": "T"}).ext_fields["value"] == "broker-a:4"
     listed = ns_ask(namesrv, RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": ns})
     assert json.loads(listed.body or b"") == {"table": {"T": "broker-a:4"}}
-    assert ns_ask(namesrv, RequestCode.PUT_KV_CONFIG, {"namespace": ns, "key": "T"}).code == ResponseCode.SYSTEM_ERROR
+    # 4.9.8 leaves missing fields null: a null value is stored (reads back as no item), a null key refused.
+    assert ns_ask(namesrv, RequestCode.PUT_KV_CONFIG, {"namespace": ns, "key": "T"}).code == ResponseCode.SUCCESS
+    assert ns_ask(namesrv, RequestCode.GET_KV_CONFIG, {"namespace": ns, "key": "T"}).code == \
+        ResponseCode.QUERY_NOT_FOUND
+    no_key = ns_ask(namesrv, RequestCode.PUT_KV_CONFIG, {"namespace": ns, "value": "v"})
+    assert (no_key.code, no_key.remark) == (ResponseCode.SYSTEM_ERROR, "namespace or key is null")
+    assert ns_ask(namesrv, RequestCode.GET_KV_CONFIG, {"key": "T"}).remark == "No config item, Namespace: null Key: T"
+    assert ns_ask(namesrv, RequestCode.GET_KVLIST_BY_NAMESPACE).remark == "No config item, Namespace: null"
+    assert ns_ask(namesrv, RequestCode.DELETE_KV_CONFIG).code == ResponseCode.SUCCESS
     assert ns_ask(namesrv, RequestCode.DELETE_KV_CONFIG, {"namespace": ns, "key": "T"}).code == 0
     assert json.loads(ns_ask(namesrv, RequestCode.GET_KVLIST_BY_NAMESPACE, {"namespace": ns}).body or b"") == \
         {"table": {}}
@@ -356,7 +389,11 @@ def test_topic_lists_and_delete(namesrv: NameServer) -> None:
     assert server.pickup_topic_route("Listed") is not None  # another cluster's brokers: nothing removed
     assert ns_ask(server, RequestCode.DELETE_TOPIC_IN_NAMESRV, {"topic": "Listed"}).code == 0
     assert server.pickup_topic_route("Listed") is None
-    assert ns_ask(server, RequestCode.DELETE_TOPIC_IN_NAMESRV, {}).code == ResponseCode.SYSTEM_ERROR
+    assert ns_ask(server, RequestCode.DELETE_TOPIC_IN_NAMESRV, {}).code == ResponseCode.SUCCESS  # 4.9.8: remove(null)
+    no_cluster = ns_ask(server, RequestCode.GET_TOPICS_BY_CLUSTER, {})
+    assert (no_cluster.code, json.loads(no_cluster.body or b"")) == (ResponseCode.SUCCESS, {"topicList": []})
+    no_broker = ns_ask(server, RequestCode.WIPE_WRITE_PERM_OF_BROKER, {})
+    assert (no_broker.code, no_broker.ext_fields) == (ResponseCode.SUCCESS, {"wipeTopicCount": "0"})
 
 
 def test_a_broken_handler_is_caught(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -406,8 +443,13 @@ def test_query_consume_queue_and_clean_unused_topic(env: Env) -> None:
 
 def test_get_consumer_status_asks_every_client(env: Env) -> None:
     client = _online(env)
-    assert ask(env, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T", "group": "Nobody"}).remark == \
-        "No Any Consumer online in the consumer group: [Nobody]"
+    # 4.9.8: getConsumerGroupInfo(group).getChannelInfoTable() of an unknown group, of a missing one the lookup.
+    assert ask(env, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T", "group": "Nobody"}).remark == (
+        'java.lang.NullPointerException: Cannot invoke "org.apache.rocketmq.broker.client.ConsumerGroupInfo.'
+        'getChannelInfoTable()" because the return value of "org.apache.rocketmq.broker.client.ConsumerManager.'
+        'getConsumerGroupInfo(String)" is null, '
+        "org.apache.rocketmq.broker.client.net.Broker2Client.getConsumeStatus(Broker2Client.java:243)")
+    assert ask(env, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS, {"topic": "T"}).remark == JAVA_NPE_NULL_KEY_GET
     caller = env.channel("10.0.0.1:1")
     assert env.handle(RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
                                               {"topic": "T", "group": "CG"}), caller) is None
@@ -463,3 +505,40 @@ def test_consume_message_directly_forwards_the_stored_message(env: Env) -> None:
                                                           "msgId": "nope"})
     assert bad.code == ResponseCode.SYSTEM_ERROR
 
+
+
+def test_missing_header_fields_go_on_as_null(env: Env) -> None:
+    """4.9.8's decoder leaves a missing (or unparsable) field null and the processor goes on: its answers, as the
+    real broker gives them (compared on the wire in test_realclient_wire_nulls.py)."""
+    create(env, "T")
+    empty_stats = ask(env, RequestCode.GET_CONSUME_STATS, {"topic": "Nope"})
+    assert (empty_stats.code, json.loads(empty_stats.body or b"")) == (ResponseCode.SUCCESS,
+                                                                       {"consumeTps": 0.0, "offsetTable": {}})
+    assert ask(env, RequestCode.GET_CONSUME_STATS, {"topic": "T"}).remark == JAVA_NPE_NULL_KEY_GET
+    assert ask(env, RequestCode.CLONE_GROUP_OFFSET, {"srcGroup": "G"}).code == ResponseCode.SUCCESS
+    assert ask(env, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO).body == b'{"groupList":[]}'
+    assert ask(env, RequestCode.GET_TOPIC_STATS_INFO).remark == "java.lang.NullPointerException"
+    assert ask(env, RequestCode.GET_CONSUMER_RUNNING_INFO, {"consumerGroup": "G"}).remark == \
+        "The Consumer <G> <null> not online"
+    # Primitive numbers stay 0.
+    assert ask(env, RequestCode.QUERY_CONSUME_QUEUE, {"topic": "Nope", "queueId": "x"}).remark == "0@Nope is not exist!"
+    earliest = ask(env, RequestCode.GET_EARLIEST_MSG_STORETIME, {"topic": "T", "queueId": "1x"})
+    assert 'GetEarliestMsgStoretimeRequestHeader.getQueueId()" is null' in (earliest.remark or "")
+    # MessageDecoder.decodeMessageId's own failures, by how many bytes the text gives.
+    for msg_id, remark in (("", 'because "array" is null'), ("A" * 30, "HeapByteBuffer.get(HeapByteBuffer.java:183)"),
+                           ("A" * 34, "Buffer.nextGetIndex(Buffer.java:707)"), ("G" * 32, "port out of range:-1"),
+                           ("7F00000100002A9F7FFFFFFFFFFFFFFF", "SelectMappedBufferResult.getSize()")):
+        fields = {"consumerGroup": "G", "clientId": "c", "msgId": msg_id}
+        answer = ask(env, RequestCode.CONSUME_MESSAGE_DIRECTLY, fields)
+        assert answer.code == ResponseCode.SYSTEM_ERROR and remark in (answer.remark or ""), (msg_id, answer.remark)
+    no_name = ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b'{"retryMaxTimes":3}')
+    assert no_name.remark == "java.lang.NullPointerException, " \
+        "java.base/java.util.concurrent.ConcurrentHashMap.putVal(ConcurrentHashMap.java:1011)"
+    assert ask(env, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=b"[]").code == ResponseCode.SUCCESS
+    # Once the offset table holds a topic@group key, scanning it for null throws (empty above: nothing found).
+    ask(env, RequestCode.UPDATE_CONSUMER_OFFSET, {"consumerGroup": "G", "topic": "T", "queueId": 0, "commitOffset": 0})
+    assert "ConsumerOffsetManager.whichGroupByTopic(ConsumerOffsetManager.java:112)" in \
+        (ask(env, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO).remark or "")
+    for code in (RequestCode.GET_CONSUME_STATS, RequestCode.CLONE_GROUP_OFFSET):
+        assert "ConsumerOffsetManager.whichTopicByConsumer(ConsumerOffsetManager.java:94)" in \
+            (ask(env, code).remark or "")

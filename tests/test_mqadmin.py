@@ -79,11 +79,14 @@ def _name(prefix: str) -> str:
 
 
 def _keys(lines: list[str]) -> list[str]:
-    """``key : value`` / ``key= value`` lines → sorted keys (the disk-ratio key names a path)."""
+    """``key : value`` / ``key= value`` lines → sorted keys (the disk-ratio key names a path). A broker reports
+    ``scheduleMessageOffset_N`` for each delay level that has held a message since it started: which levels depends
+    on what ran on the cluster before, so those keys are left out."""
     keys = set()
     for line in lines:
         key = re.split(r"\s*[:=]", line, maxsplit=1)[0].strip()
-        keys.add("commitLogDiskRatio_<path>" if key.startswith("commitLogDiskRatio_") else key)
+        if not key.startswith("scheduleMessageOffset_"):
+            keys.add("commitLogDiskRatio_<path>" if key.startswith("commitLogDiskRatio_") else key)
     return sorted(keys)
 
 

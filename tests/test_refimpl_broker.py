@@ -697,7 +697,7 @@ def test_update_and_create_topic(env: Env) -> None:
     topic = env.broker.topics.get("Admin")
     assert topic is not None and (topic.read_queue_nums, topic.write_queue_nums) == (3, 2)
     system = env.handle(RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": SCHEDULE_TOPIC, "readQueueNums": 1, "writeQueueNums": 1, "perm": 6}))
+        "topic": SCHEDULE_TOPIC, "readQueueNums": 1, "writeQueueNums": 1, "perm": 6, "topicFilterType": "SINGLE_TAG"}))
     assert system is not None and system.code == ResponseCode.SYSTEM_ERROR
     assert system.remark == f"The topic[{SCHEDULE_TOPIC}] is conflict with system topic."
 

@@ -24,11 +24,21 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from rocketspec.refimpl.broker.admin_topics import SLAVE_REMARK, mq_key
+from rocketspec.refimpl.broker.admin_topics import SLAVE_REMARK, mq_key, null_offset_scan
 from rocketspec.refimpl.broker.clients import ClientChannelInfo, SubscriptionData
 from rocketspec.refimpl.broker.groups import SubscriptionGroupConfig
-from rocketspec.refimpl.message import decode_offset_message_id
-from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand, RemotingTimeoutError
+from rocketspec.refimpl.message import MessageIdDecodeError, java_message_id_offset
+from rocketspec.refimpl.remoting import (
+    JAVA_NPE_NULL_BODY_STRING,
+    JAVA_NPE_NULL_KEY_GET,
+    JAVA_NPE_NULL_KEY_PUT,
+    JAVA_NPE_NULL_KEY_REMOVE,
+    Channel,
+    HeaderError,
+    RemotingCommand,
+    RemotingTimeoutError,
+    java_npe,
+)
 from rocketspec.refimpl.route import RawJson, dumps_java
 from rocketspec.refimpl.runtime import Future, when_all
 from rocketspec.spec.protocol import (
@@ -161,8 +171,18 @@ class ConsumerAdmin:
         (``_offset_rows``). ``consumeTps`` sums the group's pull rate on each topic (``tpsGroupGetNums``: messages
         pulled per second over the last minute)."""
         broker = self.broker
-        group = request.require("consumerGroup")
+        group = request.field("consumerGroup")
         topic_asked = request.field("topic")
+        if group is None:
+            # 4.9.8 goes on with null: without a topic the offset table is scanned for null's topics; a topic with
+            # config here asks the consumer table for null (NullPointerException); else nothing to report.
+            if topic_asked and topic_asked.strip():
+                scan = JAVA_NPE_NULL_KEY_GET if broker.topics.get(topic_asked) is not None else None
+            else:
+                scan = null_offset_scan(broker, "whichTopicByConsumer", 94)
+            if scan is not None:
+                return request.response(ResponseCode.SYSTEM_ERROR, remark=scan)
+            return request.response(ResponseCode.SUCCESS, body=dumps_java({"consumeTps": 0.0, "offsetTable": {}}))
         topics = ({topic_asked} if topic_asked and topic_asked.strip()
                   else broker.consumer_offsets.topics_of_group(group))
         table: dict[RawJson, dict[str, int]] = {}
@@ -208,8 +228,10 @@ class ConsumerAdmin:
         (``QueryConsumeTimeSpanBody``; the ``*Str`` fields are ``timeMillisToHumanString2`` in UTC)."""
         broker = self.broker
         store = broker.store
-        topic = request.require("topic")
-        group = request.require("group")
+        topic = request.field("topic")
+        if topic is None:  # the topic config table's lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
+        group = request.field("group", "null")  # a null group is "null" in the offset table's "topic@group" key
         config = broker.topics.get(topic)
         if config is None:
             return request.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
@@ -234,7 +256,9 @@ class ConsumerAdmin:
     def get_consumer_connection_list(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getConsumerConnectionList``: the group's connections, subscriptions and consume settings;
         CONSUMER_NOT_ONLINE when no client of the group is connected."""
-        group = request.require("consumerGroup")
+        group = request.field("consumerGroup")
+        if group is None:  # the consumer table's lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
         info = self.broker.consumers.get(group)
         if info is None:
             return request.response(ResponseCode.CONSUMER_NOT_ONLINE, remark=f"the consumer group[{group}] not online")
@@ -250,7 +274,9 @@ class ConsumerAdmin:
     def get_producer_connection_list(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getProducerConnectionList``: the group's connections (an empty set once they all left: the group stays
         known); SYSTEM_ERROR for a group never seen."""
-        group = request.require("producerGroup")
+        group = request.field("producerGroup")
+        if group is None:  # the producer table's lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
         channels = self.broker.producers.table.get(group)
         if channels is None:
             return request.response(ResponseCode.SYSTEM_ERROR, remark=f"the producer group[{group}] not exist")
@@ -261,35 +287,41 @@ class ConsumerAdmin:
     def get_consumer_running_info(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """``getConsumerRunningInfo`` → ``callConsumer``: forward to the client (its ``ConsumerRunningInfo``)."""
         return self._call_consumer(RequestCode.GET_CONSUMER_RUNNING_INFO, request, channel,
-                                   request.require("consumerGroup"), request.require("clientId"), request.body)
+                                   request.field("consumerGroup"), request.field("clientId"), request.body)
 
     def consume_message_directly(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """``consumeMessageDirectly``: the stored message named by ``msgId`` (an offset message id) goes to the client
         as the body, with this broker's name added to the header (``callConsumer``); a bad id or a message that is
-        not there is SYSTEM_ERROR."""
-        group = request.require("consumerGroup")
-        client_id = request.require("clientId")
-        msg_id = request.require("msgId")
+        not there is SYSTEM_ERROR (4.9.8's NullPointerException on the missing buffer)."""
+        group = request.field("consumerGroup")
+        client_id = request.field("clientId")
+        msg_id = request.field("msgId")
         try:
-            offset = decode_offset_message_id(msg_id)[2]
-        except (ValueError, TypeError):
-            return request.response(ResponseCode.SYSTEM_ERROR, remark=f"bad message id: {msg_id}")
+            offset = java_message_id_offset(msg_id)
+        except MessageIdDecodeError as error:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=str(error))
         body = self.broker.store.look_message_bytes(offset)
-        if body is None:  # Java: a NullPointerException on the missing buffer
-            return request.response(ResponseCode.SYSTEM_ERROR, remark=f"no message at commit-log offset {offset}")
+        if body is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=java_npe(
+                'Cannot invoke "org.apache.rocketmq.store.SelectMappedBufferResult.getSize()" because "<local4>" is '
+                "null", "org.apache.rocketmq.broker.processor.AdminBrokerProcessor.consumeMessageDirectly("
+                "AdminBrokerProcessor.java:1240)"))
         fields = dict(request.ext_fields, brokerName=self.broker.name)
         return self._call_consumer(RequestCode.CONSUME_MESSAGE_DIRECTLY, attrs.evolve(request, ext_fields=fields),
                                    channel, group, client_id, body)
 
-    def _call_consumer(self, code: int, request: RemotingCommand, channel: Channel, group: str, client_id: str,
-                       body: bytes | None) -> RemotingCommand | None:
+    def _call_consumer(self, code: int, request: RemotingCommand, channel: Channel, group: str | None,
+                       client_id: str | None, body: bytes | None) -> RemotingCommand | None:
         """``callConsumer``: the client must be online in the group and at least V3_1_8_SNAPSHOT; its answer (code,
-        remark, fields, body) goes back to the caller; a timeout after 10 s is CONSUME_MSG_TIMEOUT."""
+        remark, fields, body) goes back to the caller; a timeout after 10 s is CONSUME_MSG_TIMEOUT. A missing group
+        is the consumer table's lookup of null (NullPointerException); a missing client id matches no client."""
+        if group is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
         info = self.broker.consumers.get(group)
-        client = info.find_channel(client_id) if info is not None else None
+        client = info.find_channel(client_id) if info is not None and client_id is not None else None
         if client is None:
             return request.response(ResponseCode.SYSTEM_ERROR,
-                                    remark=f"The Consumer <{group}> <{client_id}> not online")
+                                    remark=f"The Consumer <{group}> <{client_id or 'null'}> not online")
         if client.version < VERSION_V3_1_8_SNAPSHOT:
             return request.response(
                 ResponseCode.SYSTEM_ERROR,
@@ -317,12 +349,22 @@ class ConsumerAdmin:
     def get_consumer_status(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         """``Broker2Client.getConsumeStatus`` (mqadmin getConsumerStatus): GET_CONSUMER_STATUS_FROM_CLIENT to every
         client of the group (or the one named by ``clientAddr``, a client id); the answers' offset tables by client
-        id (``GetConsumerStatusBody``). Clients that fail or do not answer in 5 s are left out."""
-        topic = request.require("topic")
-        group = request.require("group")
+        id (``GetConsumerStatusBody``). Clients that fail or do not answer in 5 s are left out.
+        An unknown group is 4.9.8's NullPointerException (``getConsumerGroupInfo(group).getChannelInfoTable()``), a
+        missing one the table's lookup of null; the topic is only passed on."""
+        topic = request.field("topic")
+        group = request.field("group")
         origin = request.field("clientAddr")
+        if group is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
         info = self.broker.consumers.get(group)
-        if info is None or not info.channels:
+        if info is None:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=java_npe(
+                'Cannot invoke "org.apache.rocketmq.broker.client.ConsumerGroupInfo.getChannelInfoTable()" because '
+                'the return value of "org.apache.rocketmq.broker.client.ConsumerManager.getConsumerGroupInfo(String)" '
+                "is null",
+                "org.apache.rocketmq.broker.client.net.Broker2Client.getConsumeStatus(Broker2Client.java:243)"))
+        if not info.channels:
             return request.response(ResponseCode.SYSTEM_ERROR,
                                     remark=f"No Any Consumer online in the consumer group: [{group}]")
         clients = [c for c in info.channels.values() if not origin or not origin.strip() or c.client_id == origin]
@@ -358,20 +400,29 @@ class ConsumerAdmin:
     # ------------------------------------------------------------------------------------- subscription groups
     def update_and_create_subscription_group(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``updateAndCreateSubscriptionGroup``: masters only; the body (a ``SubscriptionGroupConfig``) replaces the
-        group's settings. No body: nothing changes, SUCCESS."""
+        group's settings. As 4.9.8 answers: no (or an empty) body is ``new String(null)``'s NullPointerException;
+        JSON ``null`` or an array decodes to no config (SUCCESS, nothing changes); a config without ``groupName`` is
+        the table's ``put(null, ...)`` (an explicit NullPointerException, so always this text). A body that is not
+        JSON at all answers our own remark (fastjson's parser message is not reproduced)."""
         if not self.broker.is_master():
             return request.response(ResponseCode.SYSTEM_ERROR, remark=SLAVE_REMARK)
-        if request.body:
-            try:
-                data = json.loads(request.body.decode("utf-8"))
-                if not isinstance(data, dict):
-                    raise ValueError("not a JSON object")
-                if not isinstance(data.get("groupName"), str):
-                    raise ValueError("groupName is null")
-                config = SubscriptionGroupConfig.from_json(data)
-            except (ValueError, TypeError, UnicodeDecodeError) as error:
-                raise HeaderError(f"bad SubscriptionGroupConfig body: {error}") from None
-            self.broker.subscription_groups.update(config)
+        if not request.body:
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_BODY_STRING)
+        try:
+            data = json.loads(request.body.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise HeaderError(f"bad SubscriptionGroupConfig body: {error}") from None
+        if data is None or isinstance(data, list):
+            return request.response(ResponseCode.SUCCESS)
+        if not isinstance(data, dict):
+            raise HeaderError("bad SubscriptionGroupConfig body: not a JSON object")
+        if not isinstance(data.get("groupName"), str):
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_PUT)
+        try:
+            config = SubscriptionGroupConfig.from_json(data)
+        except (ValueError, TypeError) as error:
+            raise HeaderError(f"bad SubscriptionGroupConfig body: {error}") from None
+        self.broker.subscription_groups.update(config)
         return request.response(ResponseCode.SUCCESS)
 
     def get_all_subscription_group(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
@@ -386,7 +437,9 @@ class ConsumerAdmin:
         offsets. SUCCESS for an unknown group too."""
         if not self.broker.is_master():
             return request.response(ResponseCode.SYSTEM_ERROR, remark=SLAVE_REMARK)
-        group = request.require("groupName")
+        group = request.field("groupName")
+        if group is None:  # the subscription table's remove(null)
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_REMOVE)
         self.broker.subscription_groups.delete(group)
         if request.bool_field("removeOffset"):
             self.broker.consumer_offsets.remove_group(group)
@@ -399,10 +452,12 @@ class ConsumerAdmin:
         the group never committed; CONSUMER_NOT_ONLINE when no client of the group is connected. Every client gets
         RESET_CONSUMER_CLIENT_OFFSET (oneway; a C++ caller's clients get the list form of the body)."""
         broker = self.broker
-        topic = request.require("topic")
-        group = request.require("group")
-        # Java leaves a missing primitive header field at its default (0, false).
-        timestamp = request.int_field("timestamp", 0) or 0
+        topic = request.field("topic")
+        if topic is None:  # the topic config table's lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
+        group = request.field("group", "null")  # "topic@null" in the offset table: never committed
+        # Java leaves a missing (or unparsable) primitive header field at its default (0, false).
+        timestamp = request.decoded_int("timestamp", 64) or 0
         force = request.bool_field("isForce")
         config = broker.topics.get(topic)
         if config is None:
@@ -448,9 +503,17 @@ class ConsumerAdmin:
         config here and, unless ``offline``, that the online source group subscribes to: copy the offsets. Java
         copies under the *requested* topic name, so without a topic nothing is copied; kept."""
         broker = self.broker
-        src = request.require("srcGroup")
-        dest = request.require("destGroup")
+        src = request.field("srcGroup")
+        dest = request.field("destGroup")
         topic_asked = request.field("topic")
+        if src is None or dest is None:
+            # 4.9.8 goes on with null: without a topic the offset table is scanned for the (null) source's topics;
+            # else the offsets of a null group: none to copy.
+            scan = null_offset_scan(broker, "whichTopicByConsumer", 94) \
+                if src is None and not (topic_asked and topic_asked.strip()) else None
+            if scan is not None:
+                return request.response(ResponseCode.SYSTEM_ERROR, remark=scan)
+            return request.response(ResponseCode.SUCCESS)
         offline = request.bool_field("offline")
         topics = {topic_asked} if topic_asked and topic_asked.strip() else broker.consumer_offsets.topics_of_group(src)
         for topic in sorted(topics):

@@ -11,8 +11,9 @@
   of topics without config.
 
 Bodies are fastjson's (``route.dumps_java``): a map keyed by ``MessageQueue`` is written with the object as the key.
-Missing header fields answer SYSTEM_ERROR (``the custom field <x> is null``); where Java reads a missing field as null
-and goes on (the topic of UPDATE_AND_CREATE_TOPIC, validated as blank), so do we.
+Missing header fields (or numbers that do not parse) are null, as 4.9.8's ``decodeCommandCustomHeader`` leaves them
+(it logs its "custom field is null" check and goes on); the handlers go on with null as ``AdminBrokerProcessor``
+does: the NullPointerException answers (SYSTEM_ERROR, ``RemotingHelper.exceptionSimpleDesc``) or SUCCESS it gives.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rocketspec.refimpl.broker.topics import TopicConfig, validate_topic
-from rocketspec.refimpl.remoting import Channel, RemotingCommand
+from rocketspec.refimpl.remoting import (
+    JAVA_NPE,
+    JAVA_NPE_NULL_KEY_GET,
+    Channel,
+    RemotingCommand,
+    java_npe,
+    java_null_unboxed,
+)
 from rocketspec.refimpl.route import RawJson, dumps_java
 from rocketspec.refimpl.runtime import when_all
 from rocketspec.spec.protocol import (
@@ -38,6 +46,10 @@ if TYPE_CHECKING:
 SLAVE_REMARK = ("Can't modify topic or subscription group from slave broker, "
                 "please execute it from master broker.")
 _FILTER_TYPES = (TOPIC_FILTER_SINGLE_TAG, TOPIC_FILTER_MULTI_TAG)
+_PROCESSOR = "org.apache.rocketmq.broker.processor.AdminBrokerProcessor"
+# Where updateAndCreateTopic unboxes each number of its header (AdminBrokerProcessor.java line).
+_CREATE_UNBOXING = (("readQueueNums", "getReadQueueNums", 277), ("writeQueueNums", "getWriteQueueNums", 278),
+                    ("perm", "getPerm", 280))
 
 
 def mq_key(topic: str, broker_name: str, queue_id: int) -> RawJson:
@@ -60,6 +72,21 @@ def check_topic_name(broker: Broker, request: RemotingCommand, topic: str | None
     assert topic is not None
     if broker.topics.is_system_topic(topic):
         return request.response(ResponseCode.SYSTEM_ERROR, remark=f"The topic[{topic}] is conflict with system topic.")
+    return None
+
+
+def null_offset_scan(broker: Broker, method: str, line: int) -> str | None:
+    """``ConsumerOffsetManager.whichTopicByConsumer(null)`` / ``whichGroupByTopic(null)``: the remark of the
+    NullPointerException the scan throws (``group.equals``/``topic.equals`` on null) once a key of the offset table
+    splits into a topic and a group; None when none does (the scan finds nothing)."""
+    for key in broker.consumer_offsets.table:
+        parts = key.split("@")
+        while parts and not parts[-1]:  # String.split drops trailing empty strings
+            parts.pop()
+        if len(parts) == 2:
+            return java_npe('Cannot invoke "String.equals(Object)" because "<parameter1>" is null',
+                            f"org.apache.rocketmq.broker.offset.ConsumerOffsetManager.{method}("
+                            f"ConsumerOffsetManager.java:{line})")
     return None
 
 
@@ -89,6 +116,15 @@ class TopicAdmin:
         constructor leaves it), then ``registerIncrementBrokerData``: REGISTER_BROKER with this topic only, and the
         SUCCESS answer once every name server answered (or the registration timed out)."""
         broker = self.broker
+        filter_type = request.field("topicFilterType")
+        if filter_type not in _FILTER_TYPES:
+            # CreateTopicRequestHeader.checkFields (TopicFilterType.valueOf), thrown out of the decoder.
+            return request.response(
+                ResponseCode.SYSTEM_ERROR,
+                remark="org.apache.rocketmq.remoting.exception.RemotingCommandException: topicFilterType = "
+                       f"[{'null' if filter_type is None else filter_type}] value invalid, "
+                       "org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader.checkFields("
+                       "CreateTopicRequestHeader.java:50)")
         refused = refuse_on_slave(broker, request)
         if refused is not None:
             return refused
@@ -97,21 +133,22 @@ class TopicAdmin:
         if refused is not None:
             return refused
         assert topic is not None
-        read_queue_nums = request.require_int("readQueueNums")
-        write_queue_nums = request.require_int("writeQueueNums")
-        perm = request.require_int("perm")
-        filter_type = request.require("topicFilterType")
-        if filter_type not in _FILTER_TYPES:
-            # TopicFilterType.valueOf
-            return request.response(
-                ResponseCode.SYSTEM_ERROR,
-                remark=f"No enum constant org.apache.rocketmq.common.TopicFilterType.{filter_type}")
+        numbers: dict[str, int] = {}
+        for name, getter, line in _CREATE_UNBOXING:
+            number = request.decoded_int(name)
+            if number is None:
+                return request.response(ResponseCode.SYSTEM_ERROR, remark=java_null_unboxed(
+                    "CreateTopicRequestHeader", getter, "Integer.intValue",
+                    f"{_PROCESSOR}.updateAndCreateTopic(AdminBrokerProcessor.java:{line})"))
+            numbers[name] = number
+        read_queue_nums, write_queue_nums, perm = numbers["readQueueNums"], numbers["writeQueueNums"], numbers["perm"]
         config = TopicConfig(topic, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm,
                              topic_filter_type=filter_type,
-                             topic_sys_flag=request.int_field("topicSysFlag", 0) or 0)
+                             topic_sys_flag=request.decoded_int("topicSysFlag") or 0)
         broker.topics.update(config)
         futures = broker.register_to_namesrv(wrapper=self._increment_wrapper(config))
-        response = request.response(ResponseCode.SUCCESS)
+        # Only the code of createResponseCommand's answer is set: its remark stays.
+        response = request.response(ResponseCode.SUCCESS, remark="not set any response code")
         if not futures:
             return response
         when_all(futures, lambda: None if request.is_oneway else channel.send_response(response))
@@ -153,7 +190,9 @@ class TopicAdmin:
         """``getTopicStatsInfo``: per write queue min and max offset (negative as 0) and the store time of the last
         message (0 for an empty queue); TOPIC_NOT_EXIST for a topic without config here."""
         broker = self.broker
-        topic = request.require("topic")
+        topic = request.field("topic")
+        if topic is None:  # the topic config table's lookup of null (a warm JVM's bare NullPointerException)
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE)
         config = broker.topics.get(topic)
         if config is None:
             return request.response(ResponseCode.TOPIC_NOT_EXIST, remark=f"topic[{topic}] not exist")
@@ -170,7 +209,16 @@ class TopicAdmin:
         """``queryTopicConsumeByWho``: online groups subscribed to the topic plus groups with offsets on it
         (``GroupList``)."""
         broker = self.broker
-        topic = request.require("topic")
+        topic = request.field("topic")
+        if topic is None:
+            # 4.9.8 goes on with null: each online group's subscription table is asked for it (containsKey(null)),
+            # then the offset table scanned; with neither, no group.
+            if any(True for _ in broker.consumers.groups()):
+                return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
+            scan = null_offset_scan(broker, "whichGroupByTopic", 112)
+            if scan is not None:
+                return request.response(ResponseCode.SYSTEM_ERROR, remark=scan)
+            return request.response(ResponseCode.SUCCESS, body=dumps_java({"groupList": []}))
         groups = {info.group for info in broker.consumers.groups() if topic in info.subscriptions}
         groups |= broker.consumer_offsets.groups_of_topic(topic)
         return request.response(ResponseCode.SUCCESS, body=dumps_java({"groupList": sorted(groups)}))
@@ -178,8 +226,14 @@ class TopicAdmin:
     def get_earliest_msg_storetime(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getEarliestMsgStoretime``: the store time of the queue's first message in the ``timestamp`` header field
         (-1 when the queue is empty or unknown)."""
-        topic = request.require("topic")
-        queue_id = request.require_int("queueId")
+        topic = request.field("topic")
+        queue_id = request.decoded_int("queueId")
+        if queue_id is None:  # unboxed before the store is asked
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=java_null_unboxed(
+                "GetEarliestMsgStoretimeRequestHeader", "getQueueId", "Integer.intValue",
+                f"{_PROCESSOR}.getEarliestMsgStoretime(AdminBrokerProcessor.java:633)"))
+        if topic is None:  # the store's consume-queue table lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
         return request.response(ResponseCode.SUCCESS,
                                 {"timestamp": self.broker.store.earliest_message_time(topic, queue_id)})
 
@@ -207,10 +261,13 @@ class TopicAdmin:
         from rocketspec.refimpl.broker.admin_consumers import subscription_json  # that module imports this one
 
         broker = self.broker
-        topic = request.require("topic")
-        queue_id = request.require_int("queueId")
-        index = request.require_int("index")
-        count = request.require_int("count")
+        topic = request.field("topic")
+        if topic is None:  # the store's consume-queue table lookup of null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark=JAVA_NPE_NULL_KEY_GET)
+        # QueryConsumeQueueRequestHeader's numbers are primitives: missing or unparsable, they stay 0.
+        queue_id = request.decoded_int("queueId") or 0
+        index = request.decoded_int("index", 64) or 0
+        count = request.decoded_int("count") or 0
         group = request.field("consumerGroup")
         if queue_id not in broker.store.queue_ids(topic):
             return request.response(ResponseCode.SYSTEM_ERROR, remark=f"{queue_id}@{topic} is not exist!")
