@@ -141,7 +141,7 @@ def test_consumer_commands(admin: Admin, java_driver: JavaDriver) -> None:
     for target, (namesrv, _) in admin.targets.items():
         holders[target] = subprocess.Popen(
             java_driver.command(namesrv, "admin.hold", {"topic": topic, "group": group, "producerGroup": producer,
-                                                          "holdMs": 40_000}),
+                                                          "holdMs": 180_000}),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         for target, proc in holders.items():

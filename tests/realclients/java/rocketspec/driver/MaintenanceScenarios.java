@@ -280,7 +280,12 @@ public final class MaintenanceScenarios {
         out.put("resumeHalfWire", attempt(() -> {
             RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.RESUME_CHECK_HALF_MESSAGE, null);
             request.addExtField("msgId", halfId);
-            RemotingCommand response = api.getRemotingClient().invokeSync(addr, request, 5000);
+            // To the broker that stores it (the producer picked a queue of either), as admin.resumeCheckHalfMessage
+            // finds it from the offset message id.
+            java.net.InetSocketAddress at = (java.net.InetSocketAddress)
+                org.apache.rocketmq.common.message.MessageDecoder.decodeMessageId(halfId).getAddress();
+            String halfBroker = at.getAddress().getHostAddress() + ":" + at.getPort();
+            RemotingCommand response = api.getRemotingClient().invokeSync(halfBroker, request, 5000);
             return response.getCode() + " " + response.getRemark();
         }));
         out.put("resumeBadId", attempt(() -> api.resumeCheckHalfMessage(addr, "NOT-AN-ID", 5000)));
