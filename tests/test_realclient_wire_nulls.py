@@ -81,7 +81,9 @@ PROBES: list[tuple[Any, ...]] = [
     ("b", R.CONSUME_MESSAGE_DIRECTLY, {"msgId": "7F00000100002A9F0000000000000000"}),
     ("b", R.CONSUME_MESSAGE_DIRECTLY, {"msgId": "XYZ", "consumerGroup": G, "clientId": "c"}),
     *(("b", R.CONSUME_MESSAGE_DIRECTLY, {"msgId": msg_id, "consumerGroup": G, "clientId": "c"})
-      for msg_id in ("", "A" * 34, "A" * 40, "G" * 32, "7F00000100002A9F000000000000000Z",
+      # A non-hex digit is no error (UtilAll.string2bytes): "...FZ" decodes to an offset past any data. (Offsets
+      # inside the log land inside some message on the shared real broker: 4.9.8 reads whatever size is there.)
+      for msg_id in ("", "A" * 34, "A" * 40, "G" * 32, "7F00000100002A9F7FFFFFFFFFFFFFFZ",
                      "7F00000100002A9F7FFFFFFFFFFFFFFF")),
     ("b", R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}),
     *(("b", R.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body)
