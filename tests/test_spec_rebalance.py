@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
@@ -542,13 +541,10 @@ def test_broker_lock_granted(holder: str | None, idle: int) -> None:
 
 
 def test_default_model_explores_clean() -> None:
-    started = time.perf_counter()
-    result = explored()
-    seconds = time.perf_counter() - started
+    result = explored()  # its speed is a benchmark's business (docs/benchmarks.md), never a test's
     assert result.ok, "\n".join(v.describe() for v in result.violations)
     assert result.complete and result.states > 10_000
     assert set(result.clauses) <= set(reb.CLAUSES.ids)
-    assert seconds < 60
 
 
 @pytest.mark.parametrize(

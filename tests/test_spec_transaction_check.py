@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import attrs
 import pytest
 from hypothesis import given
@@ -492,13 +490,10 @@ def test_duplicated_delivery_is_flagged() -> None:
 
 
 def test_explore_default_model() -> None:
-    started = time.perf_counter()
-    result = explore(tc.model())
-    elapsed = time.perf_counter() - started
+    result = explore(tc.model())  # its speed is a benchmark's business (docs/benchmarks.md), never a test's
     assert result.ok, "\n".join(v.describe() for v in result.violations)
     assert result.complete and not result.violations
     assert 1_000 <= result.states <= 200_000
-    assert elapsed < 30
     assert set(result.clauses) >= {"TXN-22", "TXN-23", "TXN-24", "TXN-25"}
 
 

@@ -90,6 +90,17 @@ def null_offset_scan(broker: Broker, method: str, line: int) -> str | None:
     return None
 
 
+def master_and_topic(broker: Broker, request: RemotingCommand) -> tuple[str, RemotingCommand | None]:
+    """What updateAndCreateTopic and deleteTopic check first, in 4.9.8's order: a slave refuses (SYSTEM_ERROR), then
+    the topic name must be valid and not a system topic. The topic, and the refusal if any."""
+    refused = refuse_on_slave(broker, request)
+    if refused is not None:
+        return "", refused
+    topic = request.field("topic")
+    refused = check_topic_name(broker, request, topic)
+    return topic or "", refused
+
+
 class TopicAdmin:
     """Topic admin handlers of one broker; ``handlers()`` goes into its dispatch table."""
 
@@ -125,14 +136,9 @@ class TopicAdmin:
                        f"[{'null' if filter_type is None else filter_type}] value invalid, "
                        "org.apache.rocketmq.common.protocol.header.CreateTopicRequestHeader.checkFields("
                        "CreateTopicRequestHeader.java:50)")
-        refused = refuse_on_slave(broker, request)
+        topic, refused = master_and_topic(broker, request)
         if refused is not None:
             return refused
-        topic = request.field("topic")
-        refused = check_topic_name(broker, request, topic)
-        if refused is not None:
-            return refused
-        assert topic is not None
         numbers: dict[str, int] = {}
         for name, getter, line in _CREATE_UNBOXING:
             number = request.decoded_int(name)
@@ -169,14 +175,9 @@ class TopicAdmin:
         topic without config (``cleanUnusedTopic``). No registration: the name server keeps the route until it is
         told (DELETE_TOPIC_IN_NAMESRV)."""
         broker = self.broker
-        refused = refuse_on_slave(broker, request)
+        topic, refused = master_and_topic(broker, request)
         if refused is not None:
             return refused
-        topic = request.field("topic")
-        refused = check_topic_name(broker, request, topic)
-        if refused is not None:
-            return refused
-        assert topic is not None
         broker.topics.delete(topic)
         broker.store.clean_unused_topics(set(broker.topics.table))
         return request.response(ResponseCode.SUCCESS)

@@ -20,6 +20,7 @@ Java's behaviour kept on purpose:
 
 from __future__ import annotations
 
+import abc
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -51,16 +52,18 @@ _RUNTIME = "java.lang.RuntimeException"
 
 
 # --------------------------------------------------------------------------------------------------- expressions
-class Expr:
+class Expr(abc.ABC):
     """An expression node; ``boolean`` marks Java's ``BooleanExpression``."""
 
     boolean = False
 
+    @abc.abstractmethod
     def evaluate(self, props: Mapping[str, str]) -> Value:
-        raise NotImplementedError
+        """The node's value for a message with these properties (Java's ``Expression.evaluate``)."""
 
+    @abc.abstractmethod
     def java(self) -> str:
-        raise NotImplementedError
+        """The node as Java's ``toString`` prints it (used in error texts)."""
 
 
 @attrs.frozen
