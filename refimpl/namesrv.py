@@ -36,6 +36,7 @@ from rocketspec.spec.protocol import (
     FAQ_URL,
     MASTER_ID,
     NAMESPACE_ORDER_TOPIC_CONFIG,
+    NAMESRV_SCAN_INITIAL_DELAY_MS,
     NAMESRV_SCAN_INTERVAL_MS,
     VERSION_V3_0_11,
     VERSION_V4_9_4,
@@ -45,8 +46,6 @@ from rocketspec.spec.protocol import (
 
 NAMESRV_NODE = "namesrv"
 DEFAULT_NAMESRV_ADDR = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
-# NamesrvController schedules the scan with a 5 s initial delay, then every 10 s.
-SCAN_INITIAL_DELAY_MS = 5_000
 
 
 @attrs.define
@@ -90,7 +89,7 @@ class NameServer:
             return
         self.network.listen(self.addr, NAMESRV_NODE, self)
         self._scan_timer = self.runtime.call_every(NAMESRV_SCAN_INTERVAL_MS, self.scan_not_active_brokers,
-                                                   initial_delay_ms=SCAN_INITIAL_DELAY_MS)
+                                                   initial_delay_ms=NAMESRV_SCAN_INITIAL_DELAY_MS)
         self.running = True
 
     def shutdown(self) -> None:
@@ -109,7 +108,8 @@ class NameServer:
 
     # server ---------------------------------------------------------------------------------------------------------
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
-        return dispatch(self._handlers, request, channel)
+        # DefaultRequestProcessor.processRequest returns null for a code it does not know: no answer (BRK-19).
+        return dispatch(self._handlers, request, channel, answer_unknown=False)
 
     def channel_closed(self, channel: Channel) -> None:
         self.on_channel_destroy(channel.remote_addr, channel)

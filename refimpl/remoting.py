@@ -721,14 +721,18 @@ class RemotingClient:
 
 
 def dispatch(handlers: Mapping[int, Callable[[RemotingCommand, Any], RemotingCommand | None]],
-             request: RemotingCommand, channel: Any) -> RemotingCommand | None:
+             request: RemotingCommand, channel: Any, *, answer_unknown: bool = True) -> RemotingCommand | None:
     """Route a request to its handler, the way every server answers.
 
-    Unknown codes get REQUEST_CODE_NOT_SUPPORTED, missing or malformed header fields SYSTEM_ERROR with RocketMQ's text,
+    Unknown codes get REQUEST_CODE_NOT_SUPPORTED (a broker's processor table), or no answer at all with
+    ``answer_unknown`` false (a 4.9.8 name server: its DefaultRequestProcessor returns null for them); missing or
+    malformed header fields SYSTEM_ERROR with RocketMQ's text,
     and an unexpected failure SYSTEM_ERROR naming it (a malformed request never takes a server down). Oneway requests
     get no response whatever happens.
     """
     handler = handlers.get(request.code)
+    if handler is None and not answer_unknown:
+        return None
     if handler is None:
         response = request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                     remark=f" request type {request.code} not supported")

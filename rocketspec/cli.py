@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocketspec import __version__
+from rocketspec import __version__, conformance_cli, serving
 from rocketspec.argtypes import positive_float, positive_int
 from rocketspec.serving import ServeError
 from rocketspec.spec import AREAS, area_module
@@ -227,9 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
     tschema.add_argument("--markdown", action="store_true", help="print Markdown (docs/traces.md embeds it)")
     tschema.set_defaults(handler=cmd_traces_schema)
 
-    from rocketspec import serving
-
     serving.add_parsers(commands)
+    conformance_cli.add_parsers(commands)
     return parser
 
 
@@ -241,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"rocketspec: error: {exc}", file=sys.stderr)
         return 2
-    except ServeError as exc:
+    except (ServeError, conformance_cli.ConformanceError) as exc:
         print(f"rocketspec: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

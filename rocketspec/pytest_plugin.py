@@ -18,16 +18,19 @@ Options come from a marker of the same name::
 (``False`` to record nothing; the default records Parquet under the test's temporary directory); its events are also
 kept in memory (``rocketmq_server.cluster.events``) unless ``keep_events=False``;
 ``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``.
+- ``rocketmq_client_conformance``: runs the client conformance suite against a client project's own driver command
+  (the driver contract of ``docs/conformance.md``) and fails the test with each departure, clause by clause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from rocketspec.conformance.model import CaseResult
     from rocketspec.refimpl.cluster import Cluster
     from rocketspec.refimpl.served import ServedCluster
 
@@ -96,3 +99,53 @@ def rocketmq_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.Tem
         yield served
     finally:
         served.close()
+
+
+#: What the ``rocketmq_client_conformance`` fixture gives: ``run(command, cases=(), timeout=60.0, check=True)``.
+ClientConformance = Callable[..., "list[CaseResult]"]
+
+
+@pytest.fixture
+def rocketmq_client_conformance() -> ClientConformance:
+    """Run the client conformance suite against your client's driver and fail the test on any departure.
+
+    A driver is a program that plays one client role per process as the environment tells it (``ROCKETSPEC_ROLE``,
+    ``ROCKETSPEC_NAMESRV``, ``ROCKETSPEC_TOPIC``, …) and prints one JSON event per line; ``docs/conformance.md``
+    has the contract, ``conformance/drivers/`` real examples. The fixture is a function::
+
+        def test_my_client_conforms(rocketmq_client_conformance):
+            rocketmq_client_conformance("python -m myclient.rocketspec_driver", cases=["client/send", "client/txn*"])
+
+    ``command`` is a string (split like a shell would, no shell run) or an argument list; ``cases`` are glob
+    patterns or areas (all cases when empty); ``timeout`` is each case's budget in seconds. Every case runs against
+    a fresh reference cluster served on loopback. With ``check`` (the default) the test fails, listing each failed
+    or broken case with its clauses and ``Expected: … Actual: …``, unless every case passed or was skipped with a
+    reason (a role or option the driver declares unsupported); SHOULD departures (``non-strict``) are listed but do
+    not fail it. The results (``CaseResult``: ``case.id``, ``outcome``, ``expected``, ``actual``, ``detail``) are
+    returned either way.
+    """
+    from rocketspec.conformance.client import DriverStartError, run_client_suite
+    from rocketspec.conformance.model import Outcome
+
+    def run(command: str | Sequence[str], cases: Sequence[str] = (), timeout: float = 60.0,
+            check: bool = True) -> list[CaseResult]:
+        try:
+            results = run_client_suite(command, list(cases), timeout)
+        except DriverStartError as error:
+            failure = str(error)
+        else:
+            failure = ""
+        if failure:
+            pytest.fail(f"client conformance: {failure}", pytrace=False)
+        if not results:
+            pytest.fail(f"client conformance: no case matches {list(cases)}", pytrace=False)
+        bad = [r for r in results if r.outcome in (Outcome.FAILED, Outcome.ERROR)]
+        if check and bad:
+            lines = [f"{len(bad)} of {len(results)} client conformance cases did not pass:"]
+            for r in bad:
+                why = f"Expected: {r.expected}  Actual: {r.actual}" if r.outcome is Outcome.FAILED else r.detail
+                lines.append(f"  {r.outcome.value.upper()} {r.case.id} [{', '.join(r.case.clauses)}] {why}")
+            pytest.fail("\n".join(lines), pytrace=False)
+        return results
+
+    return run

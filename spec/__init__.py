@@ -20,6 +20,8 @@ AREAS: tuple[str, ...] = (
     "transaction_check",
     "consume_retry",
     "message_filter",
+    "name_server",
+    "broker_requests",
 )
 
 

@@ -76,7 +76,8 @@ CLAUSES = ClauseTable(
         Clause(
             "RETRY-3",
             "A delayed message is due at store time + delay(level) (a due time beyond now + delay counts as "
-            "now) and is then re-put to REAL_TOPIC/REAL_QID with DELAY cleared and reconsumeTimes unchanged.",
+            "now) and is then re-put to REAL_TOPIC/REAL_QID, not delayed again, reconsumeTimes unchanged; its stored "
+            "properties still show DELAY, REAL_TOPIC and REAL_QID (cleared from the map after the string is written).",
             "ScheduleMessageService.DeliverDelayedMessageTimerTask.executeOnTimeup/correctDeliverTimestamp, "
             "messageTimeup; CommitLog.checkMessageAndReturnSize",
         ),

@@ -19,7 +19,7 @@ consumer pulling it with long polling, an in-memory offset store, the broker's s
 
 Versions (read in ``rocketmq-all-4.9.0`` .. ``rocketmq-all-4.9.8``): the ``OFFSET_OVERFLOW_BADLY`` correction
 changed in 4.9.4 (ISSUE #4215): 4.9.0-4.9.3 (and seed 001) correct to ``min`` when ``min == 0`` and to ``max``
-otherwise; 4.9.4+ always to ``max``. A ``FLOW_CONTROL`` pull error is retried after 20 ms since 4.9.5 (3000 ms
+otherwise; 4.9.4+ always to ``max``. A ``FLOW_CONTROL`` pull error is retried after 20 ms since 4.9.5 (1000 ms,
 before, as any other error). ``PullMessageProcessor`` and ``PullRequestHoldService`` behave the same in all 4.9.x.
 
 Note on seed 001 §4.3.3: it says the consumer stores an ``OFFSET_ILLEGAL`` correction only when it is larger than
@@ -204,10 +204,11 @@ CLAUSES = ClauseTable(
         ),
         Clause(
             "PULL-23",
-            "A pull error keeps the request's offset and pulls again after pullTimeDelayMillsWhenException (3000"
-            " ms); since 4.9.5 FLOW_CONTROL after 20 ms.",
-            "DefaultMQPushConsumerImpl.pullMessage PullCallback.onException",
-            versions="4.9.0-4.9.4: every error 3000 ms; 4.9.5+: FLOW_CONTROL 20 ms, others 3000 ms",
+            "A pull error keeps the request's offset and pulls again after pullTimeDelayMillsWhenException (1000"
+            " ms: ClientConfig's value, which the push consumer copies over its own 3000); since 4.9.5 FLOW_CONTROL"
+            " after 20 ms.",
+            "DefaultMQPushConsumerImpl.pullMessage PullCallback.onException; ClientConfig",
+            versions="4.9.0-4.9.4: every error 1000 ms; 4.9.5+: FLOW_CONTROL 20 ms, others 1000 ms",
         ),
         Clause(
             "PULL-24",
@@ -843,7 +844,7 @@ def client_reaction(
     ``next_begin_offset``, drop the process queue now, and after ``OFFSET_ILLEGAL_REMOVE_DELAY_MS`` store it
     with increaseOnly false, persist, remove the process queue; never pull this request again (PULL-22). An
     error (``status`` None: an exception, or a code :func:`pull_status` does not map): keep ``request_offset``,
-    pull again after 3000 ms, or after 20 ms since 4.9.5 when it is a FLOW_CONTROL response (``flow_control``)
+    pull again after 1000 ms, or after 20 ms since 4.9.5 when it is a FLOW_CONTROL response (``flow_control``)
     (PULL-23).
 
     pre: 0 <= next_begin_offset <= 10**9 and 0 <= request_offset <= 10**9

@@ -106,9 +106,10 @@ CLAUSES = ClauseTable(
         ),
         Clause(
             "TXN-6",
-            "END_TRANSACTION with commitOrRollback other than COMMIT or ROLLBACK (UNKNOW is 0) gets no response "
+            "END_TRANSACTION with commitOrRollback UNKNOW (0) gets no response and has no effect; any value other "
+            "than UNKNOW, COMMIT or ROLLBACK fails the header check (SYSTEM_ERROR 'commitOrRollback field wrong') "
             "and has no effect; fromTransactionCheck only changes what is logged.",
-            "EndTransactionProcessor.processRequest",
+            "EndTransactionProcessor.processRequest; EndTransactionRequestHeader.checkFields",
         ),
         Clause(
             "TXN-7",
@@ -119,11 +120,13 @@ CLAUSES = ClauseTable(
         ),
         Clause(
             "TXN-8",
-            "COMMIT stores the message to REAL_TOPIC/REAL_QID with transaction bits COMMIT and REAL_TOPIC/REAL_QID "
-            "removed (TRAN_MSG removed too from 4.6.1), then, only if that store succeeded (PUT_OK, flush or slave "
-            "timeouts), writes the op message; a failed store answers its error code and writes nothing else.",
+            "COMMIT stores the message to REAL_TOPIC/REAL_QID with transaction bits COMMIT and the half message's "
+            "stored properties (REAL_TOPIC, REAL_QID, TRAN_MSG and PGROUP stay: they are cleared from the property "
+            "map after the properties string is written), then, only if that store succeeded (PUT_OK, flush or "
+            "slave timeouts), writes the op message; a failed store answers its error code and writes nothing else.",
             "EndTransactionProcessor.endMessageTransaction/sendFinalMessage; seed 004 §事务提交",
-            versions="4.3.0-4.6.0: the committed message keeps TRAN_MSG=true; 4.6.1+: TRAN_MSG is cleared",
+            versions="4.9.x (seen on 4.9.8): the committed message's stored properties keep REAL_TOPIC, REAL_QID, "
+                     "TRAN_MSG",
         ),
         Clause(
             "TXN-9",
@@ -438,14 +441,15 @@ def end_transaction(
 
     ``found`` says whether a message was found at ``commit_log_offset``; ``stored_*`` are its PGROUP, queue
     offset and commit-log offset. A slave answers SLAVE_NOT_AVAILABLE (TXN-5); a commitOrRollback other than
-    COMMIT/ROLLBACK gets no response (TXN-6); a missing or mismatching half message is SYSTEM_ERROR (TXN-7);
+    UNKNOW gets no response and any other value a SYSTEM_ERROR (TXN-6); a missing or mismatching half message is SYSTEM_ERROR (TXN-7);
     COMMIT stores the real message and, if that store succeeded (``put_status``), writes the op (TXN-8);
     ROLLBACK writes the op only (TXN-9). ``from_transaction_check`` changes nothing but logging, and nothing here
     remembers an earlier resolution: the same request accepted twice commits twice (TXN-11).
 
     pre: len(producer_group) <= 2 and len(stored_group) <= 2
     post: not slave or __return__ == EndTransactionOutcome(ResponseCode.SLAVE_NOT_AVAILABLE, False, False)
-    post: slave or (__return__.response is None) == (commit_or_rollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE))
+    post: slave or (__return__.response is None) == (commit_or_rollback == TRANSACTION_NOT_TYPE)
+    post: slave or commit_or_rollback in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE) or __return__ == EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     post: not __return__.stores_real or (commit_or_rollback == TRANSACTION_COMMIT_TYPE and __return__.writes_op)
     post: not __return__.writes_op or (found and stored_group == producer_group and stored_queue_offset == tran_state_table_offset and stored_commit_log_offset == commit_log_offset)
     post: __return__.writes_op == (__return__.response == ResponseCode.SUCCESS) and (__return__.writes_op == __return__.stores_real or commit_or_rollback == TRANSACTION_ROLLBACK_TYPE)
@@ -454,8 +458,11 @@ def end_transaction(
         return EndTransactionOutcome(ResponseCode.SLAVE_NOT_AVAILABLE, False, False)
     # fromTransactionCheck selects a log line only; the two switches accept the same values.
     del from_transaction_check
-    if commit_or_rollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+    if commit_or_rollback == TRANSACTION_NOT_TYPE:
         return _NOTHING
+    if commit_or_rollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        # EndTransactionRequestHeader.checkFields throws while the header is decoded.
+        return EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     if not found:
         return EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     if (

@@ -40,10 +40,13 @@ JAVA_SRC = Path(__file__).resolve().parent / "realclients" / "java"
 DELAY_LEVELS = " ".join(["1s"] * 18)
 TRANSACTION_TIMEOUT_MS = 1000
 TRANSACTION_CHECK_INTERVAL_MS = 1000
+# Few checks before a half message is discarded, so the conformance cases on checkMax finish in seconds.
+TRANSACTION_CHECK_MAX = 3
 BROKER_EXTRA_CONF = "\n".join([
     f"messageDelayLevel={DELAY_LEVELS}",
     f"transactionTimeOut={TRANSACTION_TIMEOUT_MS}",
     f"transactionCheckInterval={TRANSACTION_CHECK_INTERVAL_MS}",
+    f"transactionCheckMax={TRANSACTION_CHECK_MAX}",
     "enablePropertyFilter=true",
     "",
 ])
@@ -52,6 +55,7 @@ SERVED_OPTIONS: dict[str, Any] = {
     "message_delay_level": DELAY_LEVELS,
     "transaction_timeout_ms": TRANSACTION_TIMEOUT_MS,
     "transaction_check_interval_ms": TRANSACTION_CHECK_INTERVAL_MS,
+    "transaction_check_max": TRANSACTION_CHECK_MAX,
     "enable_property_filter": True,  # the real cluster's enablePropertyFilter=true
 }
 

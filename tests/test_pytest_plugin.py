@@ -106,3 +106,39 @@ def test_marker_options_are_checked(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*topics=...) must map topic names to queue counts*",
                                  "*brokers must be a positive integer*"])
+
+
+_UNSUPPORTED_DRIVER = textwrap.dedent('''
+    import json, os, sys
+    print(json.dumps({"event": "unsupported", "reason": "role " + os.environ["ROCKETSPEC_ROLE"] + " not written yet"}))
+    sys.exit(3)
+''')
+_GARBAGE_DRIVER = 'print("not json", flush=True)\nimport time\ntime.sleep(30)\n'
+
+
+def test_rocketmq_client_conformance_runs_the_client_suite_against_a_driver(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".py", unsupported_driver=_UNSUPPORTED_DRIVER, garbage_driver=_GARBAGE_DRIVER)
+    pytester.makepyfile(test_client=textwrap.dedent('''
+        import sys
+
+        def test_skips_are_not_failures(rocketmq_client_conformance):
+            results = rocketmq_client_conformance([sys.executable, "unsupported_driver.py"],
+                                                  cases=["client/send/oneway-one-attempt"], timeout=10)
+            assert [(r.case.id, r.outcome.value, r.detail) for r in results] == [
+                ("client/send/oneway-one-attempt", "skipped",
+                 "the client cannot play this case: role producer not written yet")]
+
+        def test_a_broken_driver_fails_the_test(rocketmq_client_conformance):
+            rocketmq_client_conformance([sys.executable, "garbage_driver.py"], cases=["client/send/oneway*"],
+                                        timeout=10)
+
+        def test_a_missing_command_fails_the_test(rocketmq_client_conformance):
+            rocketmq_client_conformance("no-such-driver-program")
+    '''))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*1 of 1 client conformance cases did not pass:*",
+        "*ERROR client/send/oneway-one-attempt [[]SEND-9, SEND-1[]]*driver printed a line that is not JSON: not json*",
+        "*client conformance: the driver command 'no-such-driver-program' is not found on PATH*",
+    ])

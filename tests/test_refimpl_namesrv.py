@@ -248,7 +248,6 @@ def test_bad_requests_get_rocketmq_error_responses() -> None:
     bad_body = w.call(a, RemotingCommand.request(RequestCode.REGISTER_BROKER, {
         "brokerName": "x", "brokerAddr": A, "clusterName": "c", "haServerAddr": A, "brokerId": 0}, b"{nope"))
     assert bad_body.code == ResponseCode.SYSTEM_ERROR
-    assert w.call(a, RemotingCommand.request(RequestCode.PULL_MESSAGE)).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     assert w.call(a, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC)).code == ResponseCode.SYSTEM_ERROR
 
 

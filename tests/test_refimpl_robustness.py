@@ -118,4 +118,8 @@ def test_broker_answers_every_request_with_a_protocol_response(request: Remoting
 
 @given(requests)
 def test_name_server_answers_every_request_with_a_protocol_response(request: RemotingCommand) -> None:
-    check_answer(request, NAMESRV.handle(request, RecordingChannel()))
+    response = NAMESRV.handle(request, RecordingChannel())
+    if request.code not in NAMESRV._handlers:  # 4.9.8's DefaultRequestProcessor answers unknown codes with nothing
+        assert response is None
+        return
+    check_answer(request, response)

@@ -21,6 +21,8 @@ PREFIXES = {
     "transaction_check": "TXN",
     "consume_retry": "RETRY",
     "message_filter": "FILTER",
+    "name_server": "NS",
+    "broker_requests": "BRK",
 }
 TESTS = Path(__file__).parent
 

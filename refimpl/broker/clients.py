@@ -67,7 +67,8 @@ class SubscriptionData:
               sub_version: int = 0) -> SubscriptionData:
         """``FilterAPI.build``: ``*``/empty subscribes to all, else ``||``-separated tags (trimmed, empties skipped).
 
-        Raises ``ValueError`` for an empty non-tag expression (the broker answers SUBSCRIPTION_PARSE_FAILED).
+        Raises ``ValueError`` for an empty non-tag expression or a tag expression of ``||`` separators only (the
+        broker answers SUBSCRIPTION_PARSE_FAILED).
         """
         if not is_tag_type(expression_type):
             if not sub_string:
@@ -75,7 +76,12 @@ class SubscriptionData:
             return cls(topic, sub_string, sub_version=sub_version, expression_type=str(expression_type))
         if sub_string is None or sub_string == SUB_ALL or sub_string == "":
             return cls(topic, SUB_ALL, sub_version=sub_version)
-        tags = [t.strip() for t in sub_string.split("||") if t.strip()]
+        pieces = sub_string.split("||")
+        if not any(pieces):
+            # Java's split drops trailing empty pieces: a string of separators only gives none ("subString split
+            # error").
+            raise ValueError("subString split error")
+        tags = [t.strip() for t in pieces if t.strip()]
         return cls(topic, sub_string, frozenset(tags), frozenset(java_string_hash(t) for t in tags), sub_version)
 
     @classmethod

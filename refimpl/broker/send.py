@@ -230,7 +230,8 @@ class SendMessageProcessor:
                 return self._reply(request, ResponseCode.SYSTEM_ERROR,
                                    f"topic[{header.topic}] has no writable queue: {topic_config_text(topic_config)}")
             queue_id = self.broker.runtime.random.randrange(RANDOM_QUEUE_ID_BOUND) % topic_config.write_queue_nums
-        if header.batch or request.code == RequestCode.SEND_BATCH_MESSAGE:
+        # The header's batch field picks the batch path, whatever the code (SendMessageProcessor, BRK-7).
+        if header.batch:
             return self._send_batch(request, header, topic_config, queue_id, channel)
         return self._send_one(request, header, topic_config, queue_id, channel)
 

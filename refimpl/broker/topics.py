@@ -29,29 +29,21 @@ from rocketspec.spec.protocol import (
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
     SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
     TOPIC_CONFIG_DEFAULT_QUEUE_NUMS,
     TOPIC_FILTER_MULTI_TAG,
     TOPIC_FILTER_SINGLE_TAG,
     TOPIC_MAX_LENGTH,
     TRACE_TOPIC,
-    TRANS_CHECK_MAX_TIME_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
+    VALID_TOPIC_CHARS,
     dlq_topic,
     retry_topic,
 )
 
-# TopicValidator.SYSTEM_TOPIC_SET before the broker adds its cluster, broker and reply topics.
-_STATIC_SYSTEM_TOPICS = frozenset({
-    AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, TRACE_TOPIC, TRANS_OP_HALF_TOPIC,
-    TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT_TOPIC,
-})
-_VALID_TOPIC_CHARS = frozenset("%|-_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
-
 
 def is_topic_or_group_illegal(name: str) -> bool:
     """``TopicValidator.isTopicOrGroupIllegal``: only ``^[%|a-zA-Z0-9_-]+$`` characters are allowed."""
-    return any(ch not in _VALID_TOPIC_CHARS for ch in name)
+    return any(ch not in VALID_TOPIC_CHARS for ch in name)
 
 
 def validate_topic(topic: str | None) -> str | None:
@@ -151,7 +143,7 @@ class TopicConfigManager:
         self.on_created = on_created
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion(clock())
-        self.system_topics: set[str] = set(_STATIC_SYSTEM_TOPICS)
+        self.system_topics: set[str] = set(SYSTEM_TOPICS)
         self._create_builtin_topics()
 
     # ------------------------------------------------------------------------------------------- built-in topics
