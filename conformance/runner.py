@@ -80,7 +80,13 @@ def run_case(case: Case, make_context: Callable[[Case, float], Any], budget_s: f
     started = time.monotonic()
     worker = threading.Thread(target=body, name=f"case {case.id}", daemon=True)
     worker.start()
-    worker.join(budget_s)
+    try:
+        worker.join(budget_s)
+    except BaseException:
+        # Ctrl-C: stop the case (its connections, its client processes) before the interrupt goes on.
+        context.abort()
+        worker.join(ABORT_GRACE_S)
+        raise
     if worker.is_alive():
         context.abort()
         worker.join(ABORT_GRACE_S)

@@ -447,22 +447,22 @@ def end_transaction(
     remembers an earlier resolution: the same request accepted twice commits twice (TXN-11).
 
     pre: len(producer_group) <= 2 and len(stored_group) <= 2
-    post: not slave or __return__ == EndTransactionOutcome(ResponseCode.SLAVE_NOT_AVAILABLE, False, False)
+    post: commit_or_rollback in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE) or __return__ == EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
+    post: not slave or commit_or_rollback not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE) or __return__ == EndTransactionOutcome(ResponseCode.SLAVE_NOT_AVAILABLE, False, False)
     post: slave or (__return__.response is None) == (commit_or_rollback == TRANSACTION_NOT_TYPE)
-    post: slave or commit_or_rollback in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE) or __return__ == EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     post: not __return__.stores_real or (commit_or_rollback == TRANSACTION_COMMIT_TYPE and __return__.writes_op)
     post: not __return__.writes_op or (found and stored_group == producer_group and stored_queue_offset == tran_state_table_offset and stored_commit_log_offset == commit_log_offset)
     post: __return__.writes_op == (__return__.response == ResponseCode.SUCCESS) and (__return__.writes_op == __return__.stores_real or commit_or_rollback == TRANSACTION_ROLLBACK_TYPE)
     """  # noqa: E501
+    if commit_or_rollback not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        # EndTransactionRequestHeader.checkFields throws while the header is decoded, before anything else.
+        return EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     if slave:
         return EndTransactionOutcome(ResponseCode.SLAVE_NOT_AVAILABLE, False, False)
     # fromTransactionCheck selects a log line only; the two switches accept the same values.
     del from_transaction_check
     if commit_or_rollback == TRANSACTION_NOT_TYPE:
         return _NOTHING
-    if commit_or_rollback not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
-        # EndTransactionRequestHeader.checkFields throws while the header is decoded.
-        return EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     if not found:
         return EndTransactionOutcome(ResponseCode.SYSTEM_ERROR, False, False)
     if (

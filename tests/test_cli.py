@@ -58,7 +58,7 @@ def test_clauses_json_lists_every_clause(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_full_check_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    """The command the README's main job runs: CrossHair and the explorer over all six areas."""
+    """The command the README's main job runs: CrossHair and the explorer over every area."""
     report = tmp_path / "report.json"
     code = main(["spec", "check", "--report", str(report)])
     out = capsys.readouterr().out

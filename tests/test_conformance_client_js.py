@@ -5,7 +5,8 @@
 The client is installed by ``npm ci`` from ``conformance/drivers/ons/package-lock.json`` into a cache directory (one
 per hash of package.json and the lockfile: ``$ROCKETSPEC_JS_CACHE``, else ``$XDG_CACHE_HOME/rocketspec/realclient-js``
 or ``~/.cache/rocketspec/realclient-js``, shared with tests/test_realclient_js.py) and the driver is copied next to
-it. Every case must end as docs/conformance.md ("The three real clients") says for this client: passed; skipped with the driver's reason
+it. Every case must end as docs/conformance.md ("The three real clients") says for this client: passed; skipped
+with the driver's reason
 (ali-ons lacks the feature: UNSUPPORTED); or failed for one of its documented departures, named by the clause it
 breaks (DEPARTURES). A case neither table lists must pass. Skipped only when ``node`` or ``npm`` is not installed; a
 failing install fails the tests.

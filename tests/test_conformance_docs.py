@@ -65,6 +65,10 @@ def test_the_case_by_client_table_matches_the_client_tests() -> None:
     for case_id, (java, cpp_cell, ons_cell) in table.items():
         assert java == "pass", case_id
         for module, cell in ((cpp, cpp_cell), (ons, ons_cell)):
+            intermittent = getattr(module, "INTERMITTENT", {}).get(case_id)
+            if intermittent is not None:
+                assert cell == f"pass (intermittent: {intermittent[0]})", (case_id, module.__name__, cell)
+                continue
             departure = module._listed(module.DEPARTURES, case_id)
             unsupported = module._listed(module.UNSUPPORTED, case_id)
             if unsupported is not None:

@@ -57,7 +57,7 @@ cases = CaseList("client/send")
 CASES = cases.cases
 
 BROKER_A, BROKER_B = "broker-a", "broker-b"
-DONE_TIMEOUT_S = 15.0
+DONE_TIMEOUT_S = 30.0  # generous: a JVM client on a loaded machine; only a failing case waits it out
 
 
 def send_key(frame: Frame) -> str:
@@ -98,7 +98,8 @@ def sync_retry_another_broker(ctx: ClientContext) -> None:
     sends = run_producer(ctx, topic, 6, send_mode="sync", retries=2)
     limit = attempt_limit(CommunicationMode.SYNC, 2)
     groups = attempts_by_send(ctx, topic)
-    ctx.expect(any(g[0].node == BROKER_A for g in groups), "at least one send whose first attempt goes to broker-a",
+    # Where the round-robin counter starts is the client's (random): broker-a may be met first or on a retry.
+    ctx.expect(any(f.node == BROKER_A for g in groups for f in g), "at least one attempt on broker-a",
                "; ".join(describe(g) for g in groups) or "no SEND requests")
     for attempts in groups:
         ctx.expect(len(attempts) <= limit, f"at most {limit} attempts per SYNC send (SEND-1)", describe(attempts))

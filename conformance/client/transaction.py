@@ -6,9 +6,9 @@ answer to a check-back. Judged with ``rocketspec.spec.transaction_check`` (``fir
 from __future__ import annotations
 
 from rocketspec.conformance.client.context import SEND_CODES, ClientContext, Frame, client_case
-from rocketspec.conformance.client.send import send_key
 from rocketspec.conformance.model import CaseList
-from rocketspec.spec.protocol import RequestCode, SendStatus, TransactionState
+from rocketspec.refimpl.message import decode_properties
+from rocketspec.spec.protocol import Property, RequestCode, SendStatus, TransactionState
 from rocketspec.spec.transaction_check import check_answer, first_end_transaction_type
 
 cases = CaseList("client/transaction")
@@ -29,6 +29,11 @@ def end_transactions(ctx: ClientContext, *, from_check: bool) -> list[Frame]:
     return ctx.requests(RequestCode.END_TRANSACTION, where=lambda f: (f.field("fromTransactionCheck") or "") == flag)
 
 
+def unique_key(frame: Frame) -> str:
+    """The UNIQ_KEY of a sent message: what END_TRANSACTION's msgId names (TXN-4)."""
+    return decode_properties(frame.field("properties") or "").get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX, "")
+
+
 def local_case(ctx: ClientContext, local: str) -> None:
     count = 2
     topic, group = ctx.topic(1, brokers=[BROKER_A]), ctx.name("txgroup")
@@ -39,7 +44,7 @@ def local_case(ctx: ClientContext, local: str) -> None:
     ends = ctx.wait_requests(RequestCode.END_TRANSACTION, count, WAIT_S,
                              what=f"{count} END_TRANSACTION after the local transactions (TXN-4)",
                              where=lambda f: (f.field("fromTransactionCheck") or "") == "false")
-    halves = {send_key(f): f for f in ctx.requests(SEND_CODES, where=lambda f: f.field("topic") == topic)}
+    halves = {unique_key(f): f for f in ctx.requests(SEND_CODES, where=lambda f: f.field("topic") == topic)}
     for end in ends:
         half = halves.get(end.field("msgId") or "")
         ctx.expect(half is not None, "END_TRANSACTION names the msgId (UNIQ_KEY) of a half message it sent",
