@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -165,6 +166,9 @@ class RealCluster:
         self.stop()
 
 
+LOGBACK_STATUS = re.compile(r"^\d\d:\d\d:\d\d,\d{3} \|-")
+
+
 def mqadmin(home: Path, namesrv: str, *args: str, user_home: Path) -> subprocess.CompletedProcess[str]:
     """Run mqadmin (``MQAdminStartup``) from ``home`` against any name server: the real one or ``serve``."""
     user_home.mkdir(parents=True, exist_ok=True)
@@ -172,8 +176,12 @@ def mqadmin(home: Path, namesrv: str, *args: str, user_home: Path) -> subprocess
     cmd = ["java", *JAVA_OPTS, f"-Duser.home={user_home}", f"-Dlogback.configurationFile={home}/conf/logback_tools.xml",
            "-cp", f"{home}/lib/*", "org.apache.rocketmq.tools.command.MQAdminStartup", *args, "-n", namesrv]
     # In user_home: some commands (getConsumerStatus) write files into the working directory.
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=ADMIN_TIMEOUT_S,
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=ADMIN_TIMEOUT_S,
                           stdin=subprocess.DEVNULL, cwd=user_home)
+    # Logback prints its own status lines to stdout when it meets a warning (seen on a loaded machine): they are not
+    # mqadmin's output.
+    done.stdout = "".join(line for line in done.stdout.splitlines(keepends=True) if not LOGBACK_STATUS.match(line))
+    return done
 
 
 def _java_cache_root() -> Path:

@@ -12,7 +12,6 @@ x86-64).
 
 from __future__ import annotations
 
-import fnmatch
 import importlib.util
 import json
 import os
@@ -22,10 +21,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from client_tables import assert_ends_as_documented, assert_tables_name_cases
 
 import rocketspec.conformance
 from rocketspec.conformance.client import CLIENT_CASES, run_client_suite
-from rocketspec.conformance.model import CaseResult, Outcome
+from rocketspec.conformance.model import CaseResult
 
 pytestmark = pytest.mark.xdist_group("client-suite-cpp")
 
@@ -38,7 +38,7 @@ UNSUPPORTED: dict[str, str] = {
     "client/transaction/*": "no transaction producer",
 }
 # Case -> (clause, why): the client's departures, from a clause the case checks; the case fails.
-DEPARTURES: dict[str, tuple[str | None, str]] = {
+DEPARTURES: dict[str, tuple[str, str]] = {
     "client/send/flush-disk-timeout-returned": (
         "SEND-6", "a SYNC attempt answered with a status other than SEND_OK (FLUSH_DISK_TIMEOUT) is retried on "
                   "another broker"),
@@ -83,15 +83,6 @@ INTERMITTENT: dict[str, tuple[str, str]] = {
 }
 
 
-def _listed(table: dict[str, object], case_id: str) -> object | None:
-    return next((value for pattern, value in table.items() if fnmatch.fnmatchcase(case_id, pattern)), None)
-
-
-def _describe(result: CaseResult) -> str:
-    return (f"{result.case.id}: {result.outcome.value}; expected: {result.expected}; actual: {result.actual}; "
-            f"detail: {result.detail}")
-
-
 @pytest.fixture(scope="module")
 def results() -> dict[str, CaseResult]:
     if importlib.util.find_spec("rocketmq") is None:
@@ -103,28 +94,11 @@ def results() -> dict[str, CaseResult]:
 
 @pytest.mark.parametrize("case_id", [case.id for case in CLIENT_CASES])
 def test_case_ends_as_documented(results: dict[str, CaseResult], case_id: str) -> None:
-    result = results[case_id]
-    reason = _listed(UNSUPPORTED, case_id)
-    departure = _listed(DEPARTURES, case_id)
-    intermittent = INTERMITTENT.get(case_id)
-    if intermittent is not None:
-        assert result.outcome in (Outcome.PASSED, Outcome.NON_STRICT, Outcome.FAILED), _describe(result)
-        assert intermittent[0] in result.case.clauses
-    elif reason is not None:
-        assert result.outcome is Outcome.SKIPPED and str(reason) in result.detail, _describe(result)
-    elif departure is not None:
-        clause, why = departure  # type: ignore[misc]
-        assert result.outcome in (Outcome.FAILED, Outcome.NON_STRICT), f"documented departure ({why}) " \
-            f"no longer seen: {_describe(result)}"
-        assert clause is None or clause in result.case.clauses, f"{case_id} does not check {clause}"
-    else:
-        assert result.outcome is Outcome.PASSED, _describe(result)
+    assert_ends_as_documented(results[case_id], UNSUPPORTED, DEPARTURES, INTERMITTENT)
 
 
 def test_tables_name_existing_cases() -> None:
-    ids = [case.id for case in CLIENT_CASES]
-    for pattern in [*UNSUPPORTED, *DEPARTURES]:
-        assert fnmatch.filter(ids, pattern), f"{pattern} matches no client case"
+    assert_tables_name_cases(UNSUPPORTED, DEPARTURES, INTERMITTENT)
 
 
 def _run_driver(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

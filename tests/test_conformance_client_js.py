@@ -14,9 +14,6 @@ failing install fails the tests.
 
 from __future__ import annotations
 
-import fcntl
-import fnmatch
-import hashlib
 import json
 import os
 import shutil
@@ -24,16 +21,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from client_tables import assert_ends_as_documented, assert_tables_name_cases
+from jsinstall import install_driver
 
 import rocketspec.conformance
 from rocketspec.conformance.client import CLIENT_CASES, run_client_suite
-from rocketspec.conformance.model import CaseResult, Outcome
+from rocketspec.conformance.model import CaseResult
 
 pytestmark = pytest.mark.xdist_group("client-suite-js")
 
 DRIVER_DIR = Path(rocketspec.conformance.__file__).parent / "drivers" / "ons"
-INSTALL_FILES = ("package.json", "package-lock.json")
-INSTALL_TIMEOUT_S = 300
 BUDGET_S = 60.0
 
 # Case (or glob) -> words of the driver's `unsupported` reason: what ali-ons does not have.
@@ -48,7 +45,7 @@ UNSUPPORTED: dict[str, str] = {
 }
 # Case -> (clause, why): the client's departures, from a clause the case checks (None: a difference from the Java
 # client that no clause states yet); the case fails.
-DEPARTURES: dict[str, tuple[str | None, str]] = {
+DEPARTURES: dict[str, tuple[str, str]] = {
     "client/pull/offset-moved-drops-queue": (
         "PULL-22", "OFFSET_ILLEGAL: the offset store takes nextBeginOffset and the request pulls again there at once; "
                    "the queue is not dropped, so what is persisted is the offset after consuming, not nextBeginOffset"),
@@ -67,47 +64,6 @@ DEPARTURES: dict[str, tuple[str | None, str]] = {
 }
 
 
-def _cache_root() -> Path:
-    explicit = os.environ.get("ROCKETSPEC_JS_CACHE")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "rocketspec" / "realclient-js"
-
-
-def _install(npm: str) -> Path:
-    """``npm ci`` the locked client into ``<cache>/<hash>`` unless a finished install is there, and copy the driver
-    next to it afresh (it is not part of the hash). A file lock serialises parallel sessions."""
-    digest = hashlib.sha256()
-    for name in INSTALL_FILES:
-        digest.update((DRIVER_DIR / name).read_bytes())
-    key = digest.hexdigest()[:16]
-    root = _cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / key
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        client = target / "node_modules" / "ali-ons" / "package.json"
-        installed = (target / ".installed").is_file() and client.is_file()
-        if not installed:
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir()
-            for name in INSTALL_FILES:
-                shutil.copyfile(DRIVER_DIR / name, target / name)
-            command = [npm, "ci", "--no-audit", "--no-fund", "--prefer-offline", "--prefix", str(target)]
-            try:
-                done = subprocess.run(command, cwd=target, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                                      check=False)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"`{' '.join(command)}` did not finish within {INSTALL_TIMEOUT_S} s")
-            if done.returncode != 0:
-                pytest.fail(f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            (target / ".installed").write_text(key)
-        staged = target / "driver.js.tmp"
-        shutil.copyfile(DRIVER_DIR / "driver.js", staged)
-        os.replace(staged, target / "driver.js")
-    return target / "driver.js"
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +71,7 @@ def driver_command() -> list[str]:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are needed for the ali-ons client conformance tests (not installed)")
-    return [node, str(_install(npm))]
+    return [node, str(install_driver(DRIVER_DIR, npm))]
 
 
 @pytest.fixture(scope="module")
@@ -123,35 +79,13 @@ def results(driver_command: list[str]) -> dict[str, CaseResult]:
     return {r.case.id: r for r in run_client_suite(driver_command, [], BUDGET_S)}
 
 
-def _listed(table: dict[str, object], case_id: str) -> object | None:
-    return next((value for pattern, value in table.items() if fnmatch.fnmatchcase(case_id, pattern)), None)
-
-
-def _describe(result: CaseResult) -> str:
-    return (f"{result.case.id}: {result.outcome.value}; expected: {result.expected}; actual: {result.actual}; "
-            f"detail: {result.detail}")
-
-
 @pytest.mark.parametrize("case_id", [case.id for case in CLIENT_CASES])
 def test_case_ends_as_documented(results: dict[str, CaseResult], case_id: str) -> None:
-    result = results[case_id]
-    reason = _listed(UNSUPPORTED, case_id)
-    departure = _listed(DEPARTURES, case_id)
-    if reason is not None:
-        assert result.outcome is Outcome.SKIPPED and str(reason) in result.detail, _describe(result)
-    elif departure is not None:
-        clause, why = departure  # type: ignore[misc]
-        assert result.outcome in (Outcome.FAILED, Outcome.NON_STRICT), f"documented departure ({why}) " \
-            f"no longer seen: {_describe(result)}"
-        assert clause is None or clause in result.case.clauses, f"{case_id} does not check {clause}"
-    else:
-        assert result.outcome is Outcome.PASSED, _describe(result)
+    assert_ends_as_documented(results[case_id], UNSUPPORTED, DEPARTURES)
 
 
 def test_tables_name_existing_cases() -> None:
-    ids = [case.id for case in CLIENT_CASES]
-    for pattern in [*UNSUPPORTED, *DEPARTURES]:
-        assert fnmatch.filter(ids, pattern), f"{pattern} matches no client case"
+    assert_tables_name_cases(UNSUPPORTED, DEPARTURES)
 
 
 def _run_driver(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import test_conformance_client_cpp as cpp
 import test_conformance_client_js as ons
+from client_tables import listed
 
 from rocketspec.conformance.broker import BROKER_CASES
 from rocketspec.conformance.client import CLIENT_CASES
@@ -69,8 +70,8 @@ def test_the_case_by_client_table_matches_the_client_tests() -> None:
             if intermittent is not None:
                 assert cell == f"pass (intermittent: {intermittent[0]})", (case_id, module.__name__, cell)
                 continue
-            departure = module._listed(module.DEPARTURES, case_id)
-            unsupported = module._listed(module.UNSUPPORTED, case_id)
+            departure = listed(module.DEPARTURES, case_id)
+            unsupported = listed(module.UNSUPPORTED, case_id)
             if unsupported is not None:
                 assert cell == f"skip: {unsupported}", (case_id, module.__name__, cell)
             elif departure is not None:

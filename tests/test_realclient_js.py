@@ -17,10 +17,7 @@ sends after its first route refresh.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import json
-import os
 import queue
 import shutil
 import subprocess
@@ -31,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsinstall import install_driver
 
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
@@ -38,8 +36,6 @@ from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.report import format_report
 
 JS_DIR = Path(__file__).parent / "realclients" / "js"
-INSTALL_FILES = ("package.json", "package-lock.json")
-INSTALL_TIMEOUT_S = 300
 TOPIC = "TopicJs"
 QUEUES = 4
 # The broker's delay for a message sent back with delayLevel 0 the first time (level 3).
@@ -51,47 +47,6 @@ Event = dict[str, Any]
 # ---------------------------------------------------------------------------------------------------- installation
 
 
-def _cache_root() -> Path:
-    explicit = os.environ.get("ROCKETSPEC_JS_CACHE")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "rocketspec" / "realclient-js"
-
-
-def _install(node: str, npm: str) -> Path:
-    """``npm ci`` the locked client into ``<cache>/<lock hash>`` unless a finished install is there; the driver is
-    copied in afresh each time (it is not part of the hash). A file lock serialises parallel sessions."""
-    digest = hashlib.sha256()
-    for name in INSTALL_FILES:
-        digest.update((JS_DIR / name).read_bytes())
-    key = digest.hexdigest()[:16]
-    root = _cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / key
-    marker = target / ".installed"
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        installed = marker.is_file() and (target / "node_modules" / "ali-ons" / "package.json").is_file()
-        if not installed:
-            shutil.rmtree(target, ignore_errors=True)
-            target.mkdir()
-            for name in INSTALL_FILES:
-                shutil.copyfile(JS_DIR / name, target / name)
-            command = [npm, "ci", "--no-audit", "--no-fund", "--prefix", str(target)]
-            try:
-                done = subprocess.run(command, cwd=target, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
-                                      check=False)
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"`{' '.join(command)}` did not finish within {INSTALL_TIMEOUT_S} s")
-            if done.returncode != 0:
-                pytest.fail(f"`{' '.join(command)}` failed ({done.returncode}):\n{done.stderr[-3000:]}")
-            marker.write_text(key)
-        staged = target / "driver.js.tmp"
-        shutil.copyfile(JS_DIR / "driver.js", staged)
-        os.replace(staged, target / "driver.js")
-    return target / "driver.js"
 
 
 @pytest.fixture(scope="session")
@@ -99,7 +54,7 @@ def js_driver() -> Driver:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are needed for the ali-ons client tests (not installed)")
-    return Driver(node, _install(node, npm))
+    return Driver(node, install_driver(JS_DIR, npm))
 
 
 # ---------------------------------------------------------------------------------------------------- the driver

@@ -13,7 +13,7 @@ import socket
 from collections.abc import Callable
 
 from rocketspec.conformance import requests
-from rocketspec.conformance.client.context import SEND_CODES, ClientContext, Frame, client_case
+from rocketspec.conformance.client.context import SEND_CODES, SUITE_SEND_TIMEOUT_MS, ClientContext, Frame, client_case
 from rocketspec.conformance.model import CaseFailed, CaseList, Level
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import (
@@ -58,6 +58,11 @@ CASES = cases.cases
 
 BROKER_A, BROKER_B = "broker-a", "broker-b"
 DONE_TIMEOUT_S = 30.0  # generous: a JVM client on a loaded machine; only a failing case waits it out
+
+
+def sync_config(retries: int) -> Config:
+    """The send model's configuration of a SYNC producer as the suite starts it (fault tolerance off)."""
+    return Config(CommunicationMode.SYNC, fault_enabled=False, retry_times=retries, timeout_ms=SUITE_SEND_TIMEOUT_MS)
 
 
 def send_key(frame: Frame) -> str:
@@ -385,7 +390,7 @@ def round_robin_queue_list(ctx: ClientContext) -> None:
     ctx.cluster.create_topic(topic, 2, perm=PERM_READ, brokers=["broker-c"])
     count = 11
     sends = run_producer(ctx, topic, count, send_mode="sync", retries=2)
-    replay_sends(ctx, topic, sends, Config(CommunicationMode.SYNC, fault_enabled=False, retry_times=2))
+    replay_sends(ctx, topic, sends, sync_config(2))
 
 
 @cases.case("finished-send-no-further-attempt", clauses=("SEND-21", "SEND-12", "SEND-13", "SEND-10"),
@@ -401,7 +406,7 @@ def finished_send_no_further_attempt(ctx: ClientContext) -> None:
     retries = 1
     sends = run_producer(ctx, topic, 6, send_mode="sync", retries=retries)
     ctx.sleep(1.0)  # a late attempt would show now
-    replay_sends(ctx, topic, sends, Config(CommunicationMode.SYNC, fault_enabled=False, retry_times=retries))
+    replay_sends(ctx, topic, sends, sync_config(retries))
     for attempts, result in zip(attempts_by_send(ctx, topic), sends, strict=False):
         late = [a for a in attempts if a.at_s > float(result.get("_at", 0.0))]
         ctx.expect(not late, "no attempt after the send's result was reported (SEND-21)",
@@ -438,7 +443,7 @@ def flush_disk_timeout_returned(ctx: ClientContext) -> None:
     ctx.answer(BROKER_A, RequestCode.SEND_MESSAGE_V2, flush_disk_timeout(topic), times=100)
     ctx.answer(BROKER_A, RequestCode.SEND_MESSAGE, flush_disk_timeout(topic), times=100)
     sends = run_producer(ctx, topic, 4, send_mode="sync", retries=2)
-    config = Config(CommunicationMode.SYNC, fault_enabled=False, retry_times=2)
+    config = sync_config(2)
     ctx.expect(not status_retried(SendStatus.FLUSH_DISK_TIMEOUT, CommunicationMode.SYNC, config.retry_another),
                "the oracle: FLUSH_DISK_TIMEOUT is not retried by default (SEND-6)", "retried")
     groups = attempts_by_send(ctx, topic)
@@ -473,7 +478,7 @@ def unreachable_broker_retried(ctx: ClientContext) -> None:
     ctx.expect(answer.code == ResponseCode.SUCCESS, f"the set-up REGISTER_BROKER of {fake} answered SUCCESS",
                str(answer.code))
     sends = run_producer(ctx, topic, 4, send_mode="sync", retries=2)
-    hidden = replay_sends(ctx, topic, sends, Config(CommunicationMode.SYNC, fault_enabled=False, retry_times=2),
+    hidden = replay_sends(ctx, topic, sends, sync_config(2),
                           unreachable=frozenset({fake}))
     ctx.expect(hidden > 0, f"at least one send selecting {fake} first (then retried, SEND-3)", "none did")
 
