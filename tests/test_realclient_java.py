@@ -115,8 +115,9 @@ def test_pull_consumer_statuses_and_offsets(targets: Targets) -> None:
 
 
 def test_lite_pull_consumer(targets: Targets) -> None:
+    """Ten messages over two brokers' two queues each (3, 3, 2, 2); a seek to offset 1 on each queue leaves six."""
     real, served = targets.both("consumer.litePull")
-    assert len(real["subscribed"]) == 10
+    assert len(real["subscribed"]) == 10 and real["beforeSeekCount"] == 10 and real["afterSeekCount"] == 6
     assert_same(real, served)
 
 
