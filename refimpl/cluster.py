@@ -13,6 +13,9 @@ with Cluster(brokers=2, clock="simulated", seed=7) as cluster:
 Brokers are named ``broker-a``, ``broker-b``, …; every client gets its own client instance (client id
 ``127.0.0.1@<group>-<n>``). Options of producers and consumers are the fields of ``ProducerConfig`` /
 ``ConsumerConfig`` passed as keyword arguments.
+
+``acl=PATH`` turns plain ACL on at every broker (``aclEnable`` with that ``plain_acl.yml``, ``refimpl/acl.py``); the
+clients then sign with ``access_key=`` / ``secret_key=`` (``ClientConfig``), as ``AclClientRPCHook`` does.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from rocketspec.refimpl.acl_config import AclConfig, load_acl_file
 from rocketspec.refimpl.broker.broker import Broker
 from rocketspec.refimpl.broker.config import BrokerConfig, parse_message_delay_level
 from rocketspec.refimpl.broker.topics import validate_topic
@@ -103,6 +107,7 @@ class Cluster:
         trace_id: str | None = None,
         namesrv_addr: str | None = None,
         broker_addrs: Sequence[str] | None = None,
+        acl: str | Path | AclConfig | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -114,6 +119,8 @@ class Cluster:
         if broker_addrs is not None and len(broker_addrs) != brokers:
             raise ValueError(f"broker_addrs has {len(broker_addrs)} addresses for {brokers} brokers")
         _split_options(BrokerConfig, broker_options, "broker")
+        # Plain ACL on every broker (aclEnable with this plain_acl.yml); a bad file fails here, before anything runs.
+        self.acl: AclConfig | None = load_acl_file(acl) if isinstance(acl, (str, Path)) else acl
         # Every broker shares broker_options, so the run has one delay table; a recorded trace carries it when it
         # is not the default (the checkers judge retry delays by it).
         self.delay_level_millis: tuple[int, ...] = (
@@ -235,7 +242,7 @@ class Cluster:
     def _start_broker(self, name: str) -> Broker:
         index = list(self._disks).index(name)
         broker = Broker(self._broker_config(name, index), self.runtime, self.network, self.events, self.namesrv_addr,
-                        disk=self._disks[name])
+                        disk=self._disks[name], acl=self.acl)
         broker.start()
         self.brokers[name] = broker
         return broker
@@ -247,7 +254,8 @@ class Cluster:
             raise KeyError(f"no broker {name!r}; brokers: {', '.join(self._disks)}") from None
 
     def stop_broker(self, name: str, *, crash: bool = False) -> None:
-        """Stop a broker: cleanly (everything persisted) or by a crash (unflushed data lost)."""
+        """Stop a broker: cleanly (everything persisted) or by a crash (unflushed data lost in memory; on a
+        ``data_dir`` a process crash, which keeps what was written)."""
         broker = self.broker(name)
 
         def stop() -> None:

@@ -209,7 +209,7 @@ class FrameReader:
         self._max = max_frame_bytes
         self.broken: FrameError | None = None
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes | bytearray) -> list[bytes]:
         """The frames ``data`` completes. A bad length raises ``FrameError``, unless whole frames came before it in
         this call: those are returned (a server still answers them, as Netty does) and ``broken`` holds the error,
         raised by the next call."""

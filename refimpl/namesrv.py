@@ -6,6 +6,26 @@ id); cluster → broker names; broker address → live info (last registration, 
 broker address → filter servers. A broker registering re-applies its topic configs only when it is new or its
 ``DataVersion`` changed, and only for the master (id 0). Every 10 s (first after 5 s) brokers silent for more than
 120 s are dropped, their channel closed and their routes removed as when the channel closes (``onChannelDestroy``).
+
+Cleanup leaves nothing behind, whatever names and clusters an address registered under. Where 4.9.8 leaks (a server
+that runs for months must not), this one departs from it:
+
+- ``onChannelDestroy`` removes the address from the first broker name listing it and the emptied name from the first
+  cluster listing it, and forgets only the first address registered through the channel. An address registered under
+  two broker names (or a name under two clusters, or two addresses over one connection) left the others behind with
+  no live entry, so no expiry ever removed them and cluster-info answers grew without end. Here every address of the
+  channel is forgotten, under every broker name, and an emptied name leaves every cluster.
+- ``unregisterBroker`` drops the address's live entry even when the address is still listed (under another broker
+  name, or under another id than the one unregistered), leaving that listing nothing to expire it; here the live and
+  filter-server entries stay while the address is still listed. An emptied name leaves every cluster, not only the
+  one named in the request.
+- ``scanNotActiveBroker`` removes the expired entry and then runs ``onChannelDestroy``, which, searching by channel,
+  may forget another address of the same channel instead of the expired one; here the expired address is forgotten,
+  then the other addresses of its (closed) channel.
+
+Invariant (tests/test_refimpl_namesrv.py): every listed address has a live entry (so expiry or its channel's close
+reaches it), no broker data, cluster or topic is left empty, clusters and topics name only listed broker names, and
+filter servers belong to live addresses.
 """
 
 from __future__ import annotations
@@ -161,23 +181,29 @@ class NameServer:
         self.topic_queue_table.setdefault(config.topic_name, {})[broker_name] = queue_data
 
     def unregister_broker(self, cluster: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
-        """``RouteInfoManager.unregisterBroker``."""
-        self.broker_live_table.pop(broker_addr, None)
-        self.filter_server_table.pop(broker_addr, None)
-        remove_name = False
+        """``RouteInfoManager.unregisterBroker``: the broker id leaves the broker name; the address's live and filter
+        entries go once no broker name lists it (4.9.8 drops them at once, see the module docstring)."""
         broker_data = self.broker_addr_table.get(broker_name)
         if broker_data is not None:
             broker_data.broker_addrs.pop(broker_id, None)
-            if not broker_data.broker_addrs:
-                del self.broker_addr_table[broker_name]
-                remove_name = True
-        if remove_name:
-            names = self.cluster_addr_table.get(cluster)
-            if names is not None:
-                names.discard(broker_name)
-                if not names:
-                    del self.cluster_addr_table[cluster]
-            self._remove_topics_of(broker_name)
+        if not self._listed(broker_addr):
+            self.broker_live_table.pop(broker_addr, None)
+            self.filter_server_table.pop(broker_addr, None)
+        if broker_data is not None and not broker_data.broker_addrs:
+            self._remove_broker_name(broker_name)
+
+    def _listed(self, addr: str) -> bool:
+        return any(addr in broker_data.broker_addrs.values() for broker_data in self.broker_addr_table.values())
+
+    def _remove_broker_name(self, broker_name: str) -> None:
+        """A broker name without addresses: its broker data, its place in every cluster (an empty cluster goes) and
+        its queue data in every topic (``removeTopicByBrokerName``; a topic left without queue data goes)."""
+        self.broker_addr_table.pop(broker_name, None)
+        for cluster, names in list(self.cluster_addr_table.items()):
+            names.discard(broker_name)
+            if not names:
+                del self.cluster_addr_table[cluster]
+        self._remove_topics_of(broker_name)
 
     def _remove_topics_of(self, broker_name: str) -> None:
         for topic in list(self.topic_queue_table):
@@ -206,51 +232,44 @@ class NameServer:
         return route if route.broker_datas else None
 
     def scan_not_active_brokers(self) -> int:
-        """``scanNotActiveBroker``: drop brokers whose last registration is more than 120 s old."""
+        """``scanNotActiveBroker``: drop brokers whose last registration is more than 120 s old, closing their
+        channel; the other addresses registered through that channel go with it."""
         removed = 0
         now = self.runtime.now_ms()
         for addr, live in list(self.broker_live_table.items()):
+            if self.broker_live_table.get(addr) is not live:
+                continue  # already forgotten with an earlier address of the same channel
             if live.last_update_ms + BROKER_CHANNEL_EXPIRED_MS < now:
-                del self.broker_live_table[addr]
                 if live.channel is not None:
                     live.channel.close()
-                self.on_channel_destroy(addr, live.channel)
+                self._forget_address(addr)
+                self._forget_channel(live.channel)
                 removed += 1
         return removed
 
     def on_channel_destroy(self, remote_addr: str, channel: Any) -> None:
-        """``onChannelDestroy``: forget the broker registered through ``channel`` (else the one at ``remote_addr``)."""
-        found = None
-        if channel is not None:
-            found = next((addr for addr, live in self.broker_live_table.items() if live.channel is channel), None)
-        if found is None:
-            found = remote_addr
-        if not found:
-            return
-        self.broker_live_table.pop(found, None)
-        self.filter_server_table.pop(found, None)
-        name_found = None
-        remove_name = False
+        """``onChannelDestroy``: forget every address registered through ``channel``, else the one at
+        ``remote_addr``, under every broker name."""
+        if not self._forget_channel(channel) and remote_addr:
+            self._forget_address(remote_addr)
+
+    def _forget_channel(self, channel: Any) -> bool:
+        if channel is None:
+            return False
+        found = [addr for addr, live in self.broker_live_table.items() if live.channel is channel]
+        for addr in found:
+            self._forget_address(addr)
+        return bool(found)
+
+    def _forget_address(self, addr: str) -> None:
+        """The address's live and filter entries, the address under every broker name, then every emptied name."""
+        self.broker_live_table.pop(addr, None)
+        self.filter_server_table.pop(addr, None)
         for name, broker_data in list(self.broker_addr_table.items()):
-            if name_found is not None:
-                break
-            for bid, addr in list(broker_data.broker_addrs.items()):
-                if addr == found:
-                    name_found = broker_data.broker_name
-                    del broker_data.broker_addrs[bid]
-                    break
+            for bid in [bid for bid, listed in broker_data.broker_addrs.items() if listed == addr]:
+                del broker_data.broker_addrs[bid]
             if not broker_data.broker_addrs:
-                remove_name = True
-                del self.broker_addr_table[name]
-        if name_found is not None and remove_name:
-            for cluster, names in list(self.cluster_addr_table.items()):
-                if name_found in names:
-                    names.discard(name_found)
-                    if not names:
-                        del self.cluster_addr_table[cluster]
-                    break
-        if remove_name and name_found is not None:
-            self._remove_topics_of(name_found)
+                self._remove_broker_name(name)
 
     # request handlers -----------------------------------------------------------------------------------------------
     def _register_broker(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:

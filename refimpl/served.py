@@ -12,6 +12,13 @@ its own; a broker registers the address clients can reach (``advertise_host``, d
 machine's address when bound to all interfaces), which is what the name server hands out in routes. The in-process
 ``Cluster`` underneath (``served.cluster``) runs on a real clock and can be used alongside: in-process clients,
 inspection, broker stop and restart (connections to a stopped broker close; it serves again once restarted).
+
+``acl=PATH`` (a ``plain_acl.yml``) turns plain ACL on at every broker, as ``aclEnable`` does, and guards the name
+server's changing requests (rocketspec's extension, ``refimpl/acl.py``).
+
+``limits=ServerLimits(...)`` bounds what clients can make the server do and hold (``refimpl/limits.py``): a bounded
+queue per request kind answering SYSTEM_BUSY past it, backpressure, idle and slow connections closed, a byte budget;
+``served.load()`` counts what they did.
 """
 
 from __future__ import annotations
@@ -25,10 +32,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rocketspec.refimpl.acl import NamesrvAclGuard, PlainAccessValidator
 from rocketspec.refimpl.cluster import Cluster, broker_name
+from rocketspec.refimpl.connections import ConnectionGuard
+from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import FaultRule, Faults, Server, parse_request_code, parse_response_code
 from rocketspec.refimpl.tcp import (
-    MAX_UNSENT_BYTES,
     WILDCARD_HOSTS,
     TcpEndpoint,
     WireFrame,
@@ -36,6 +45,7 @@ from rocketspec.refimpl.tcp import (
     WireObserver,
     this_machine_host,
 )
+from rocketspec.refimpl.workqueue import WorkQueues
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, VIP_CHANNEL_PORT_OFFSET
 
 NAMESRV_NODE = "namesrv"
@@ -152,7 +162,7 @@ class ServedCluster:
         trace_format: str = "parquet",
         trace_id: str | None = None,
         send_mode: str | None = None,
-        max_unsent_bytes: int = MAX_UNSENT_BYTES,
+        limits: ServerLimits | None = None,
         **cluster_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or isinstance(brokers, bool) or brokers < 1:
@@ -162,9 +172,9 @@ class ServedCluster:
         ports = list(broker_ports) if broker_ports is not None else [0] * brokers
         if len(ports) != brokers:
             raise ValueError(f"broker_ports has {len(ports)} ports for {brokers} brokers")
-        if isinstance(max_unsent_bytes, bool) or not isinstance(max_unsent_bytes, int) or max_unsent_bytes <= 0:
-            raise ValueError(f"max_unsent_bytes must be a positive integer, not {max_unsent_bytes!r}")
-        self._max_unsent_bytes = max_unsent_bytes
+        if limits is not None and not isinstance(limits, ServerLimits):
+            raise ValueError(f"limits must be a ServerLimits, not {type(limits).__name__}")
+        self.limits = limits or ServerLimits()
         rules = self._rules(faults)
         cluster_options.setdefault("clock", "real")
         # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
@@ -173,10 +183,13 @@ class ServedCluster:
         self.advertise_host = _advertised(host, advertise_host)
         self._closed = False
         self.wire = WireLoop()
+        self.guard = ConnectionGuard(self.limits, self.wire.loop)
         self._endpoints: dict[str, TcpEndpoint] = {}
         self._observers: list[WireObserver] = [observer] if observer is not None else []
         self._send_mode = send_mode
         self.cluster: Cluster | None = None
+        self._namesrv_guard: NamesrvAclGuard | None = None
+        self.queues: WorkQueues | None = None
         self.trace_dir = Path(trace_dir) if trace_dir is not None else None
         if trace_dir is not None:
             cluster_options.update(trace_dir=trace_dir, trace_format=trace_format,
@@ -200,8 +213,8 @@ class ServedCluster:
         names = [broker_name(i) for i in range(brokers)]
         # Sockets first (their ports are the addresses brokers register), serving only once the cluster exists.
         for node, wanted in [(NAMESRV_NODE, port), *zip(names, ports, strict=True)]:
-            endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, observer=_Fanout(self))
-            endpoint.max_unsent_bytes = self._max_unsent_bytes
+            endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, guard=self.guard,
+                                   namesrv=node == NAMESRV_NODE, observer=_Fanout(self))
             try:
                 bound = self._bind_vip_pair(endpoint, wanted) if node != NAMESRV_NODE else endpoint.bind(
                     self.host, wanted)
@@ -225,8 +238,11 @@ class ServedCluster:
             from rocketspec.traces.wiretap import WireEvents
 
             self._observers.append(WireEvents(self.cluster.events, server_events=True, send_mode=self._send_mode))
+        runtime = self.cluster.runtime
+        self.queues = WorkQueues(runtime.call_soon, self.limits)
+        self.wire.call(self.guard.start)
         for endpoint in self._endpoints.values():
-            endpoint.serve(self.cluster.runtime, self.cluster.faults)
+            endpoint.serve(runtime, self.queues, self.cluster.faults)
 
     def _bind_vip_pair(self, endpoint: TcpEndpoint, wanted: int) -> int:
         """A broker listens on its port and, like ``BrokerController``'s fastRemotingServer, on port - 2: the VIP
@@ -262,6 +278,11 @@ class ServedCluster:
         if cluster is None:
             return None
         if node == NAMESRV_NODE:
+            if cluster.acl is not None:
+                # rocketspec's name-server ACL (acl.py): only over TCP; the brokers register in-process, unchecked.
+                if self._namesrv_guard is None:
+                    self._namesrv_guard = NamesrvAclGuard(cluster.namesrv, PlainAccessValidator(cluster.acl))
+                return self._namesrv_guard
             return cluster.namesrv
         return cluster.brokers.get(node)
 
@@ -293,6 +314,22 @@ class ServedCluster:
     def frame_errors(self) -> int:
         """Connections closed because they sent bytes that were not frames."""
         return sum(e.frame_errors for e in self._endpoints.values())
+
+    def load(self) -> dict[str, int]:
+        """What the limits did so far: requests refused or expired (answered SYSTEM_BUSY), connections refused or
+        closed (idle, slow frame, answers unread), and what is held now (requests queued, their bytes)."""
+        guard = self.guard
+        return {
+            "refused_requests": sum(e.refused for e in self._endpoints.values()),
+            "expired_requests": sum(e.expired for e in self._endpoints.values()),
+            "queued_requests": self.queues.queued if self.queues else 0,
+            "queued_bytes": self.queues.queued_bytes if self.queues else 0,
+            "refused_connections": guard.refused_connections,
+            "closed_idle": guard.closed_idle,
+            "closed_slow": guard.closed_slow,
+            "closed_unread": guard.closed_unread,
+            "connections": self.connections(),
+        }
 
     def add_observer(self, observer: WireObserver) -> None:
         """Also show every frame to ``observer`` (called on the runtime loop; it must not block)."""
@@ -343,6 +380,7 @@ class ServedCluster:
                 endpoint.close()
             except Exception as error:  # closing what is left matters more than the first failure
                 log.warning("closing %s: %s", endpoint.node, error)
+        self.wire.call(self.guard.stop)
         if self.cluster is not None:
             self.cluster.close()
         self.wire.stop()

@@ -12,10 +12,14 @@ Modelled on ``DefaultMessageStore``, ``CommitLog``, ``ConsumeQueue``, ``MappedFi
   in files of ``cq_segment_entries`` entries. Dispatch (``CommitLogDispatcherBuildConsumeQueue``) is synchronous here:
   a put is visible to ``get_message`` when it returns. Prepared and rollback transaction messages are written but not
   dispatched, and keep queue offset 0 (``DefaultAppendMessageCallback.doAppend``).
-- Durability: the store keeps written data in memory (the page cache) and writes it to the ``Disk`` when flushing:
-  every put in ``flush="sync"`` (``GroupCommitService``; the commit log only), otherwise every ``flush_interval_ms``
-  (``FlushRealTimeService``). Consume queues and a checkpoint (the commit-log offset every consume queue is durable up
-  to, ``StoreCheckpoint``) are written by the periodic flush and on ``close``. ``crash`` drops what was not flushed.
+- Durability (``CommitLog.handleDiskFlush``): every put is handed to the ``Disk`` at once (``append``: a mapped
+  file's page cache, which a crash of the process does not lose) and flushed (fsync) by the mode: in
+  ``flush="sync"`` before the put returns, or, on a disk whose flushes are costly (``FileDisk``), by one group commit
+  scheduled right after the requests at hand, whose answers wait for it (``GroupCommitService``; the commit log only);
+  otherwise every ``flush_interval_ms`` (``FlushRealTimeService``). Consume queues and a checkpoint (the commit-log
+  offset every consume queue is written up to, ``StoreCheckpoint``) are written by the periodic flush and on
+  ``close``. ``crash`` stops without flushing; on a ``MemoryDisk`` it is a power loss (the unflushed tail is gone).
+  An ``abort`` file marks an open store: found at start, the last run crashed (``recovered_abnormally``).
 - Recovery (``recoverAbnormally`` + ``recoverTopicQueueTable``): commit-log segments are walked and checked (magic,
   sizes; CRC after the checkpoint); a torn tail is cut and later segments dropped; consume queues are loaded, cut back
   to the recovered commit log, and rebuilt by re-dispatching everything after the checkpoint; their minimum offsets are
@@ -38,11 +42,11 @@ import struct
 import urllib.parse
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Protocol
 
 import attrs
 
 from rocketspec.refimpl import message as codec
+from rocketspec.refimpl.disk import Disk, FileDisk, MemoryDisk
 from rocketspec.refimpl.runtime import Runtime, Timer
 from rocketspec.spec import protocol
 from rocketspec.spec.protocol import GetMessageStatus, Property, PutMessageStatus
@@ -50,6 +54,7 @@ from rocketspec.spec.protocol import GetMessageStatus, Property, PutMessageStatu
 COMMITLOG_DIR = "commitlog/"
 CONSUME_QUEUE_DIR = "consumequeue/"
 CHECKPOINT_PATH = "store/checkpoint.json"
+ABORT_PATH = "store/abort"  # present while a store is open: found at start, the last run did not close cleanly
 
 _CQ_ENTRY = struct.Struct(">qiq")  # commit-log offset, size, tags code (ConsumeQueue.CQ_STORE_UNIT_SIZE = 20)
 _CQ_UNIT = protocol.CONSUME_QUEUE_ENTRY_BYTES
@@ -65,192 +70,6 @@ _MAGIC = protocol.MESSAGE_MAGIC_CODE
 _BLANK_MAGIC = protocol.BLANK_MAGIC_CODE
 _NOT_DISPATCHED = (protocol.TRANSACTION_PREPARED_TYPE, protocol.TRANSACTION_ROLLBACK_TYPE)
 _BLANK_CQ_ENTRY = _CQ_ENTRY.pack(0, 0x7FFFFFFF, 0)  # ConsumeQueue.fillPreBlank
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Disks
-
-
-class Disk(Protocol):
-    """Where the store (and the broker's config files) persist. Paths are relative, ``/``-separated.
-
-    ``append`` is not durable until ``flush(path)``; ``write_file`` is durable (and atomic) when it returns.
-    ``view`` returns the whole durable content of a file for reading; callers must not modify it.
-    """
-
-    def list_files(self, prefix: str) -> list[str]: ...
-
-    def exists(self, path: str) -> bool: ...
-
-    def size(self, path: str) -> int: ...
-
-    def read_file(self, path: str) -> bytes | None: ...
-
-    def view(self, path: str) -> bytes | bytearray: ...
-
-    def write_file(self, path: str, data: bytes) -> None: ...
-
-    def append(self, path: str, data: bytes) -> None: ...
-
-    def truncate(self, path: str, size: int) -> None: ...
-
-    def delete(self, path: str) -> None: ...
-
-    def flush(self, path: str) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class MemoryDisk:
-    """A disk in memory: path → bytearray. It outlives a store, so a broker restarted in the same process (or a
-    store reopened after ``crash``) recovers from exactly what was flushed."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, bytearray] = {}
-
-    def list_files(self, prefix: str) -> list[str]:
-        return sorted(path for path in self.files if path.startswith(prefix))
-
-    def exists(self, path: str) -> bool:
-        return path in self.files
-
-    def size(self, path: str) -> int:
-        data = self.files.get(path)
-        return -1 if data is None else len(data)
-
-    def read_file(self, path: str) -> bytes | None:
-        data = self.files.get(path)
-        return None if data is None else bytes(data)
-
-    def view(self, path: str) -> bytes | bytearray:
-        data = self.files.get(path)
-        return b"" if data is None else data  # no copy: the store reads sealed segments straight from here
-
-    def write_file(self, path: str, data: bytes) -> None:
-        self.files[path] = bytearray(data)
-
-    def append(self, path: str, data: bytes) -> None:
-        existing = self.files.get(path)
-        if existing is None:
-            self.files[path] = bytearray(data)
-        else:
-            existing += data
-
-    def truncate(self, path: str, size: int) -> None:
-        data = self.files.get(path)
-        if data is not None:
-            del data[size:]
-
-    def delete(self, path: str) -> None:
-        self.files.pop(path, None)
-
-    def flush(self, path: str) -> None:
-        """Nothing to do: appended bytes are already on this "disk" (the store keeps its unflushed tail itself)."""
-
-    def close(self) -> None:
-        pass
-
-
-class FileDisk:
-    """Real files under ``root``; ``flush`` fsyncs, ``write_file`` replaces atomically (temp file + rename)."""
-
-    _TEMP_SUFFIX = ".rocketspec-tmp"
-
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = os.path.abspath(os.fspath(root))
-        os.makedirs(self.root, exist_ok=True)
-
-    def _path(self, path: str) -> str:
-        full = os.path.normpath(os.path.join(self.root, path))
-        if full != self.root and not full.startswith(self.root + os.sep):
-            raise ValueError(f"path escapes the data directory: {path!r}")
-        return full
-
-    def list_files(self, prefix: str) -> list[str]:
-        directory = prefix.rsplit("/", 1)[0] if "/" in prefix else ""
-        start = self._path(directory) if directory else self.root
-        found = []
-        for folder, _, names in os.walk(start):
-            for name in names:
-                if name.endswith(self._TEMP_SUFFIX):
-                    continue
-                rel = os.path.relpath(os.path.join(folder, name), self.root).replace(os.sep, "/")
-                if rel.startswith(prefix):
-                    found.append(rel)
-        return sorted(found)
-
-    def exists(self, path: str) -> bool:
-        return os.path.isfile(self._path(path))
-
-    def size(self, path: str) -> int:
-        try:
-            return os.path.getsize(self._path(path))
-        except OSError:
-            return -1
-
-    def read_file(self, path: str) -> bytes | None:
-        try:
-            with open(self._path(path), "rb") as handle:
-                return handle.read()
-        except FileNotFoundError:
-            return None
-
-    def view(self, path: str) -> bytes | bytearray:
-        return self.read_file(path) or b""
-
-    def write_file(self, path: str, data: bytes) -> None:
-        full = self._path(path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        temp = full + self._TEMP_SUFFIX
-        with open(temp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, full)
-        self._fsync_dir(os.path.dirname(full))
-
-    def append(self, path: str, data: bytes) -> None:
-        full = self._path(path)
-        if not os.path.exists(full):
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, "ab") as handle:
-            handle.write(data)
-
-    def truncate(self, path: str, size: int) -> None:
-        full = self._path(path)
-        if os.path.exists(full):
-            os.truncate(full, size)
-
-    def delete(self, path: str) -> None:
-        try:
-            os.remove(self._path(path))
-        except FileNotFoundError:
-            pass
-
-    def flush(self, path: str) -> None:
-        full = self._path(path)
-        if os.path.exists(full):
-            fd = os.open(full, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    @staticmethod
-    def _fsync_dir(directory: str) -> None:
-        try:
-            fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(fd)
-        except OSError:
-            pass  # some platforms cannot fsync a directory
-        finally:
-            os.close(fd)
-
-    def close(self) -> None:
-        pass
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -349,7 +168,7 @@ class _Segment:
     """One commit-log file. ``data`` is a bytearray while it can grow or has unflushed bytes; once sealed and flushed
     it is the disk's view of the file (no second copy)."""
 
-    __slots__ = ("base", "capacity", "count", "data", "flushed", "last_ts", "length", "path", "sealed")
+    __slots__ = ("base", "capacity", "count", "data", "flushed", "last_ts", "length", "path", "sealed", "written")
 
     def __init__(self, base: int, capacity: int) -> None:
         self.base = base
@@ -357,7 +176,8 @@ class _Segment:
         self.path = _segment_path(base)
         self.data: bytes | bytearray = bytearray()
         self.length = 0
-        self.flushed = 0
+        self.written = 0  # handed to the disk (the page cache)
+        self.flushed = 0  # flushed by the disk (fsync)
         self.sealed = False
         self.last_ts = -1
         self.count = 0
@@ -511,8 +331,18 @@ class MessageStore:
         self._messages = 0
         self._closed = False
         self._last_cleaned_min = 0
+        # Sync flush on a disk whose flushes are costly: GroupCommitService. Puts are written at once and fsync'd
+        # together by one group commit on the loop, right after the requests at hand; their answers wait for it.
+        self._group_commit = flush == "sync" and disk.batch_flushes
+        self._commit_timer: Timer | None = None
+        self._durable_waiters: list[Callable[[], None]] = []
 
+        # DefaultMessageStore.load: an abort file left behind means the last run did not shut down (a crash).
+        # Recovery is the same either way (the abnormal one: the commit log is checked and dispatched again from
+        # the checkpoint, which covers what was written of the consume queues); this only says which it was.
+        self.recovered_abnormally = disk.exists(ABORT_PATH)
         self._recover()
+        disk.write_file(ABORT_PATH, b"")
         self._timer: Timer | None = runtime.call_every(flush_interval_ms, self._periodic_flush)
 
     # ---- writing ------------------------------------------------------------------------------------------------
@@ -600,8 +430,7 @@ class MessageStore:
             tags = _tags_code(topic, written, now, self.delay_level_millis)
             cq.append(phy, size, tags)
             self._dirty_cqs.add(cq)
-        if self.flush_mode == "sync":
-            self._flush_commit_log()
+        self._write_commit_log()
         offset_id = (self._store_host_bytes + _I64.pack(phy)).hex().upper()
         for dispatcher in self._dispatchers:
             dispatcher(StoredRecord(topic, queue_id, phy, size, sys_flag, now, written))
@@ -688,8 +517,7 @@ class MessageStore:
         segment.count += len(encoded)
         self._messages += len(encoded)
         self._dirty_cqs.add(cq)
-        if self.flush_mode == "sync":
-            self._flush_commit_log()
+        self._write_commit_log()
         for queue_offset, tags in arrivals:
             for listener in self._listeners:
                 listener(topic, queue_id, queue_offset, tags)
@@ -1152,25 +980,82 @@ class MessageStore:
         self._flush_consume_queues()
 
     def _periodic_flush(self) -> None:
-        if not self._closed:
-            self.flush()
-
-    def _flush_commit_log(self) -> None:
-        unflushed = self._unflushed
-        if not unflushed:
+        """``FlushRealTimeService`` + ``FlushConsumeQueueService``. In async mode the loop only writes what is due
+        and the disk fsyncs it off the loop (``flush_soon``), then writes the checkpoint: the loop never waits for the
+        device. Sync mode flushes here too (one batch for the consume queues; the commit log is flushed already)."""
+        if self._closed:
             return
+        if self.flush_mode != "async":
+            self.flush()
+            return
+        paths: list[str] = []
+        self._flush_commit_log(paths)
+        self._flush_consume_queues(paths)
+
+    def _write_commit_log(self) -> None:
+        """After a put: hand the new bytes to the disk at once (a mapped file's page cache, which outlives the
+        process), then flush as the mode says (``CommitLog.handleDiskFlush``): sync flushes now, or by a group
+        commit scheduled right after the requests at hand; async leaves it to the periodic flush
+        (``FlushRealTimeService``)."""
+        disk = self.disk
+        for segment in self._unflushed:
+            if segment.written < segment.length:
+                disk.append(segment.path, bytes(memoryview(segment.data)[segment.written:segment.length]))
+                segment.written = segment.length
+        if self.flush_mode != "sync":
+            return
+        if not self._group_commit:
+            self._flush_commit_log()
+        elif self._commit_timer is None:
+            self._commit_timer = self.runtime.call_soon(self._run_group_commit)
+
+    @property
+    def awaiting_flush(self) -> bool:
+        """A sync-mode put is written but not flushed yet: its answer waits for the group commit (``when_durable``)."""
+        return self._commit_timer is not None
+
+    def when_durable(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` once what was put so far is flushed (``GroupCommitRequest`` completed): at once unless a group
+        commit is pending. A crash drops the waiters (their sends are never answered)."""
+        if self._commit_timer is None:
+            fn()
+        else:
+            self._durable_waiters.append(fn)
+
+    def _run_group_commit(self) -> None:
+        self._commit_timer = None
+        if not self._closed:
+            self._flush_commit_log()
+
+    def _flush_commit_log(self, later: list[str] | None = None) -> None:
+        """Flush the commit log now, or (``later``) collect the files to flush off the loop."""
+        unflushed = self._unflushed
         disk = self.disk
         for segment in unflushed:
-            if segment.flushed < segment.length:
-                disk.append(segment.path, bytes(memoryview(segment.data)[segment.flushed:segment.length]))
-                disk.flush(segment.path)
-                segment.flushed = segment.length
+            if segment.written < segment.length:
+                disk.append(segment.path, bytes(memoryview(segment.data)[segment.written:segment.length]))
+                segment.written = segment.length
+            if segment.flushed < segment.written:
+                if later is None:
+                    disk.flush(segment.path)
+                else:
+                    later.append(segment.path)
+                segment.flushed = segment.written
             if segment.sealed:
                 segment.data = disk.view(segment.path)  # read the sealed file from the disk: no second copy
-        last = self._segments[-1] if self._segments else None
-        self._unflushed = [last] if last is not None and not last.sealed else []
+        if unflushed:
+            last = self._segments[-1] if self._segments else None
+            self._unflushed = [last] if last is not None and not last.sealed else []
+        if self._commit_timer is not None:
+            self._commit_timer.cancel()
+            self._commit_timer = None
+        waiters, self._durable_waiters = self._durable_waiters, []
+        for fn in waiters:
+            fn()
 
-    def _flush_consume_queues(self) -> None:
+    def _flush_consume_queues(self, later: list[str] | None = None) -> None:
+        """Write and flush the consume queues, then the checkpoint; with ``later``, the disk flushes ``later`` and
+        these off the loop, then writes the checkpoint (never before what it covers is flushed)."""
         if self._dirty_cqs:
             disk = self.disk
             for cq in self._dirty_cqs:
@@ -1180,32 +1065,50 @@ class MessageStore:
                     if done < len(data):
                         path = cq.file_path(cq.first_file + index)
                         disk.append(path, bytes(memoryview(data)[done:]))
-                        disk.flush(path)
+                        if later is None:
+                            disk.flush(path)
+                        else:
+                            later.append(path)
                         cq.flushed[index] = len(data)
                     if index < len(files) - 1 and isinstance(data, bytearray):
                         files[index] = disk.view(cq.file_path(cq.first_file + index))
             self._dirty_cqs = set()
         dispatched = self.commit_log_max_offset()
+        checkpoint = None
         if dispatched != self._checkpoint:
-            self.disk.write_file(CHECKPOINT_PATH, json.dumps({"dispatched": dispatched}).encode())
+            checkpoint = (CHECKPOINT_PATH, json.dumps({"dispatched": dispatched}).encode())
             self._checkpoint = dispatched
+        if later is not None:
+            if later or checkpoint is not None:
+                self.disk.flush_soon(later, checkpoint)
+        elif checkpoint is not None:
+            self.disk.write_file(*checkpoint)
 
     def close(self) -> None:
         """Flush everything and stop (``shutdown``); later puts answer SERVICE_NOT_AVAILABLE."""
         if self._closed:
             return
         self.flush()
+        self.disk.delete(ABORT_PATH)
         self._stop()
 
     def crash(self) -> None:
-        """Stop without flushing: whatever was not on the disk is lost. Reopen a store on the same disk to recover."""
+        """Stop without flushing. On a ``MemoryDisk`` this is a power loss (``lose_unflushed``: whatever was not
+        flushed is lost); on a ``FileDisk`` a process crash (kill -9: what was written stays with the OS). Reopen a
+        store on the same disk to recover."""
+        self._durable_waiters = []
         self._stop()
+        self.disk.lose_unflushed()
 
     def _stop(self) -> None:
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+        if self._commit_timer is not None:
+            self._commit_timer.cancel()
+            self._commit_timer = None
+        self.disk.close()
 
     @property
     def closed(self) -> bool:
@@ -1355,6 +1258,7 @@ class MessageStore:
                 segment.count += 1
                 pos += size
             segment.length = pos
+            segment.written = pos
             segment.flushed = pos
             if last_pos >= 0:
                 segment.last_ts = _I64.unpack_from(
@@ -1465,6 +1369,7 @@ def _dispatch_fields(data: bytes | bytearray, pos: int, size: int) -> tuple[str,
 
 
 __all__ = [
+    "ABORT_PATH",
     "CHECKPOINT_PATH",
     "Disk",
     "FileDisk",

@@ -12,11 +12,18 @@ One bad connection never disturbs another: a frame that cannot be decoded or is 
 Faults (``remoting.Faults``) are consulted for every request by node, request code and client address, exactly as on
 the in-process network: ``fail`` answers an error code, ``delay`` holds the request, ``drop`` loses it,
 ``drop_response`` processes it silently, ``duplicate`` processes it twice, ``disconnect`` closes the connection.
+
+Work is bounded (``limits.ServerLimits``): a decoded request waits in its node's queue for its executor
+(``workqueue``), and a full queue answers SYSTEM_BUSY on the socket thread without touching the runtime; a connection
+is not read while it has ``max_requests_in_flight`` requests unanswered or its unread answers are over the write
+high-water mark; the requests of a closed connection are dropped unrun; ``connections.ConnectionGuard`` closes idle
+and slow connections and keeps the bytes held for clients within the budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 import socket
@@ -26,7 +33,9 @@ from typing import Any, Protocol
 
 import attrs
 
+from rocketspec.refimpl.connections import HELD, INFLIGHT, WRITE, ConnectionGuard
 from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
+from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import (
     Faults,
     RemotingCommand,
@@ -35,14 +44,17 @@ from rocketspec.refimpl.remoting import (
     Server,
 )
 from rocketspec.refimpl.runtime import Future, Runtime
-from rocketspec.spec.protocol import ResponseCode, SerializeType
+from rocketspec.refimpl.workqueue import REQUEST_OVERHEAD_BYTES, NodeQueues, Work, WorkQueues, executor_of
+from rocketspec.spec.protocol import OVERLOAD_REMARK, TIMEOUT_CLEAN_QUEUE_REMARK, ResponseCode, SerializeType
 
 log = logging.getLogger("rocketspec.tcp")
 
 _connection_ids = itertools.count(1)
 _MAX_UNANSWERED = 65_536
-#: Answers a connection may leave unread in the server's buffer before it is closed (Netty's high water mark role).
-MAX_UNSENT_BYTES = 64 * 1024 * 1024
+#: Refused requests kept for observers (traces) until the runtime loop shows them; beyond, they go unobserved.
+_MAX_REFUSALS_OBSERVED = 4096
+#: The most one read of a connection takes in (asyncio's own reads take up to 256 KiB).
+READ_CHUNK_BYTES = 32 * 1024
 
 
 @attrs.frozen
@@ -114,12 +126,18 @@ class WireLoop:
 
 
 class TcpChannel:
-    """A connection as the server sees it (``remoting.Channel``); every method may be called from the runtime loop."""
+    """A connection as the server sees it (``remoting.Channel``); every method may be called from the runtime loop.
+
+    Attributes the socket thread owns: ``waiting`` (requests read and not yet run), ``held`` (requests whose answer
+    the server gives later: held pulls), ``paused`` (why reading stops), ``last_activity``, ``partial`` and
+    ``frame_started`` (the incomplete frame held). The runtime loop owns ``_serialize_of`` (the requests still to be
+    answered), ``_held_opaques``, ``_parked`` (requests waiting for the client to read its answers) and the futures.
+    """
 
     def __init__(self, endpoint: TcpEndpoint, transport: asyncio.Transport) -> None:
         self.endpoint = endpoint
         self.id = next(_connection_ids)
-        self._transport = transport
+        self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         sock = transport.get_extra_info("sockname") or ("?", 0)
         self.remote_addr = f"{peer[0]}:{peer[1]}"
@@ -134,6 +152,19 @@ class TcpChannel:
         self.lost = False
         self._pending: dict[int, Future[RemotingCommand]] = {}
         self.server: Server | None = None
+        self.waiting = 0
+        self.held = 0
+        self._held_opaques: set[int] = set()
+        self._parked: collections.deque[Work] = collections.deque()
+        # Answer bytes handed to the socket thread (runtime loop counts) and written by it (socket thread counts):
+        # the difference is what is on its way, before the transport's buffer shows it.
+        self._bytes_queued = 0
+        self._bytes_written = 0
+        self.paused: set[str] = set()
+        self.last_activity = 0.0
+        self.frame_started = 0.0
+        self.partial = 0
+        self.unsent = 0
 
     @property
     def active(self) -> bool:
@@ -152,22 +183,81 @@ class TcpChannel:
         except Exception as error:  # too large, or a value the header cannot hold: this answer is lost, not the loop
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
+        self._bytes_queued += len(data)
         self.endpoint.wire.call(lambda: self._send_bytes(data))
 
     def _send_bytes(self, data: bytes) -> None:
         """Socket thread: write, unless the client stopped reading (its unsent answers would grow without bound)."""
-        transport = self._transport
+        self._bytes_written += len(data)
+        transport = self.transport
         if transport.is_closing():
             return
         transport.write(data)
-        if transport.get_write_buffer_size() > self.endpoint.max_unsent_bytes:
-            log.warning("%s: closing %s: more than %d bytes of answers it does not read", self.endpoint.node,
-                        self.remote_addr, self.endpoint.max_unsent_bytes)
-            self.lost = True
-            transport.abort()
+        guard = self.endpoint.guard
+        guard.active(self)
+        if transport.get_write_buffer_size() > self.endpoint.limits.max_unsent_bytes:
+            self.drop(f"more than {self.endpoint.limits.max_unsent_bytes} bytes of answers it does not read")
+            return
+        guard.wrote(self)
+        if self._parked and WRITE not in self.paused:  # parked while these bytes were on their way
+            self.endpoint.runtime.call_soon(self.unpark)
+
+    def drop(self, why: str) -> None:
+        """Socket thread: close at once, answers unsent (an idle, slow or non-reading client)."""
+        log.info("%s: closing %s: %s", self.endpoint.node, self.remote_addr, why)
+        self.lost = True
+        self.transport.abort()
+
+    # socket thread: what stops reading ------------------------------------------------------------------------------
+    def _ran(self) -> None:
+        self.waiting -= 1
+        if self.waiting < self.endpoint.limits.max_requests_in_flight:
+            self.endpoint.guard.resume(self, INFLIGHT)
+
+    def _held_by(self, change: int) -> None:
+        self.held += change
+        if self.held >= self.endpoint.limits.max_held_requests:
+            self.endpoint.guard.pause(self, HELD)
+        else:
+            self.endpoint.guard.resume(self, HELD)
+
+    # runtime loop ---------------------------------------------------------------------------------------------------
+    def ran(self) -> None:
+        """A request of this connection ran (or was answered busy): one fewer waiting."""
+        self.endpoint.wire.call(self._ran)
+
+    def hold(self, opaque: int) -> None:
+        """The server answers this request later (a held pull): it counts against ``max_held_requests``."""
+        if opaque not in self._held_opaques:
+            self._held_opaques.add(opaque)
+            self.endpoint.wire.call(lambda: self._held_by(1))
+
+    @property
+    def unread(self) -> bool:
+        """The client leaves answers unread past the high-water mark (counting those on their way to the socket
+        thread): its next requests wait (``park``)."""
+        return WRITE in self.paused or \
+            self._bytes_queued - self._bytes_written > self.endpoint.limits.write_high_water
+
+    def must_wait(self) -> bool:
+        """A request must be parked: the client leaves answers unread, or earlier requests are parked (in order)."""
+        return self.unread or bool(self._parked)
+
+    def park(self, work: Work) -> None:
+        """Keep a request until the client reads its answers; producing more answers would only pile them up."""
+        self._parked.append(work)
+
+    def unpark(self) -> None:
+        """The client reads again: run what was kept for it, until it falls behind again."""
+        while self._parked and self._open and not self.lost and not self.unread:
+            self._parked.popleft().run()
 
     def send_response(self, response: RemotingCommand) -> None:
-        serialize = self._serialize_of.pop(response.opaque, self.serialize)
+        requested = self._serialize_of.pop(response.opaque, None)
+        serialize = requested if requested is not None else self.serialize
+        if response.opaque in self._held_opaques:
+            self._held_opaques.discard(response.opaque)
+            self.endpoint.wire.call(lambda: self._held_by(-1))
         if response.opaque in self._lost_answers:  # a drop_response fault, also for an answer given later (long poll)
             self._lost_answers.discard(response.opaque)
             return
@@ -199,7 +289,7 @@ class TcpChannel:
             future.set_result(response)
 
     def close(self) -> None:
-        transport = self._transport
+        transport = self.transport
         self.endpoint.wire.call(transport.close)
 
     def closed(self) -> None:
@@ -211,6 +301,10 @@ class TcpChannel:
         for future in list(self._pending.values()):
             future.set_exception(RemotingSendRequestError(f"channel to {self.remote_addr} closed"))
         self._pending.clear()
+        self._serialize_of.clear()
+        self._lost_answers.clear()
+        self._held_opaques.clear()
+        self._parked.clear()
         if self.server is not None:
             self.server.channel_closed(self)
 
@@ -218,21 +312,58 @@ class TcpChannel:
         return f"<tcp channel {self.remote_addr} -> {self.endpoint.node}@{self.local_addr}>"
 
 
-class _Protocol(asyncio.Protocol):
+class _Protocol(asyncio.BufferedProtocol):
+    """One connection's bytes into frames. Reads are at most ``READ_CHUNK_BYTES`` so that one connection full of
+    small requests cannot hold the socket thread for long nor read far past its in-flight limit in one go."""
+
     def __init__(self, endpoint: TcpEndpoint) -> None:
         self.endpoint = endpoint
         self.reader = FrameReader()
         self.channel: TcpChannel | None = None
+        self._chunk = bytearray(READ_CHUNK_BYTES)
+        self._view = memoryview(self._chunk)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._chunk[:nbytes])
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
-        self.channel = TcpChannel(self.endpoint, transport)
-        self.endpoint.connections.add(self.channel)
-
-    def data_received(self, data: bytes) -> None:
-        channel = self.channel
-        if channel is None:
+        channel = TcpChannel(self.endpoint, transport)
+        limits = self.endpoint.limits
+        transport.set_write_buffer_limits(high=limits.write_high_water, low=limits.write_low_water)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and limits.socket_send_buffer:
+            # The kernel would otherwise absorb megabytes of answers for a client that does not read, and the
+            # server would go on working for it that long before its backpressure begins.
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, limits.socket_send_buffer)
+            except OSError:
+                pass
+        if not self.endpoint.guard.admit(channel):
+            transport.abort()
             return
+        self.channel = channel
+        self.endpoint.connections.add(channel)
+
+    def pause_writing(self) -> None:
+        if self.channel is not None:
+            self.endpoint.guard.pause(self.channel, WRITE)
+
+    def resume_writing(self) -> None:
+        channel = self.channel
+        if channel is not None:
+            self.endpoint.guard.resume(channel, WRITE)
+            self.endpoint.runtime.call_soon(channel.unpark)
+
+    def data_received(self, data: bytes | bytearray) -> None:
+        channel = self.channel
+        if channel is None or channel.lost:
+            return
+        guard = self.endpoint.guard
+        guard.active(channel)
         error: Exception | None = None
         try:
             frames = self.reader.feed(data)
@@ -249,25 +380,29 @@ class _Protocol(asyncio.Protocol):
                 log.exception("%s: decoding a frame from %s failed", self.endpoint.node, channel.remote_addr)
                 error = failure
                 break
-            self.endpoint.runtime.call_soon(lambda c=command, s=serialize: self.endpoint.arrived(channel, c, s))
+            self.endpoint.received(channel, command, serialize, len(frame))
             dispatched = True
         error = error or self.reader.broken
         if error is not None:
             # Framing is lost: nothing after this can be trusted on this connection, and only on this one.
             log.info("%s: closing %s: %s", self.endpoint.node, channel.remote_addr, error)
             self.endpoint.frame_errors += 1
-            channel._transport.pause_reading()
+            guard.held(channel, 0)
+            channel.transport.pause_reading()
             if dispatched:
                 # Close behind the answers to the whole frames that came first (the loop runs them in order).
                 self.endpoint.runtime.call_soon(channel.close)
             else:
-                channel._transport.close()
+                channel.transport.close()
+            return
+        guard.held(channel, self.reader.pending)
 
     def connection_lost(self, exc: Exception | None) -> None:
         channel = self.channel
         if channel is None:
             return
         channel.lost = True
+        self.endpoint.guard.left(channel)
         self.endpoint.connections.discard(channel)
         self.endpoint.runtime.call_soon(channel.closed)
 
@@ -276,7 +411,9 @@ class TcpEndpoint:
     """One listening address serving one node (the name server or a broker) over TCP.
 
     ``resolve`` returns the node's current server (a restarted broker is a new object), or ``None`` while it is
-    stopped: connections are then closed as they speak, as a client of a dead broker sees it.
+    stopped: connections are then closed as they speak, as a client of a dead broker sees it. ``namesrv`` says the
+    node is a name server: its requests share one executor, and a request it leaves unanswered is forgotten (a 4.9.8
+    name server never answers an unknown code; a broker's unanswered request is answered later, a held pull).
     """
 
     def __init__(
@@ -285,18 +422,28 @@ class TcpEndpoint:
         resolve: Callable[[], Server | None],
         wire: WireLoop,
         *,
+        guard: ConnectionGuard,
+        namesrv: bool = False,
         observer: WireObserver | None = None,
     ) -> None:
         self.node = node
         self.resolve = resolve
         self.wire = wire
+        self.guard = guard
+        self.limits: ServerLimits = guard.limits
+        self.namesrv = namesrv
         self._runtime: Runtime | None = None
+        self._queues: NodeQueues | None = None
         self.faults: Faults | None = None
         self.observer = observer
         self.connections: set[TcpChannel] = set()
         self.frame_errors = 0
-        self.max_unsent_bytes = MAX_UNSENT_BYTES
+        self.busy_answers = 0
         self.port = 0
+        # Refused requests and their answers, for observers to see on the runtime loop (socket thread appends).
+        self._refusals: collections.deque[tuple[TcpChannel, RemotingCommand, RemotingCommand]] = collections.deque(
+            maxlen=_MAX_REFUSALS_OBSERVED)
+        self._refusals_scheduled = False
         # The main listener, then any extra one on the same node (a broker's VIP channel at port - 2).
         self._servers: list[asyncio.base_events.Server] = []
 
@@ -327,10 +474,11 @@ class TcpEndpoint:
         self._servers.clear()
         self.port = 0
 
-    def serve(self, runtime: Runtime, faults: Faults | None = None) -> None:
-        """Start accepting connections: requests are handled on ``runtime``'s loop, ``faults`` consulted first."""
+    def serve(self, runtime: Runtime, queues: WorkQueues, faults: Faults | None = None) -> None:
+        """Start accepting connections: requests wait in ``queues`` and run on ``runtime``, ``faults`` first."""
         assert self._servers, "bind first"
         self._runtime = runtime
+        self._queues = queues.node(self.node)
         self.faults = faults
         for server in self._servers:
             self.wire.run(server.start_serving())
@@ -339,7 +487,7 @@ class TcpEndpoint:
         for server in self._servers:
             server.close()
         for channel in list(self.connections):
-            channel._transport.close()
+            channel.transport.close()
 
     def close(self) -> None:
         """Stop listening and close every connection."""
@@ -350,7 +498,66 @@ class TcpEndpoint:
         for channel in list(self.connections):
             channel.close()
 
+    @property
+    def refused(self) -> int:
+        """Requests answered SYSTEM_BUSY because their queue or the byte budget was full."""
+        return self._queues.refused if self._queues is not None else 0
+
+    @property
+    def expired(self) -> int:
+        """Requests answered SYSTEM_BUSY because they waited too long (BrokerFastFailure)."""
+        return self._queues.expired if self._queues is not None else 0
+
+    # socket thread --------------------------------------------------------------------------------------------------
+    def received(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType, size: int) -> None:
+        """A decoded frame: queue it for its executor, or answer SYSTEM_BUSY when the queue is full."""
+        assert self._queues is not None
+        counted = not command.is_response
+
+        def run() -> None:
+            self.arrived(channel, command, serialize)
+            if counted:
+                channel.ran()
+
+        def expire(waited_ms: int, queue_size: int) -> None:
+            self._expired(channel, command, serialize, waited_ms, queue_size)
+            if counted:
+                channel.ran()
+
+        work = Work(run=run, expire=expire, cost=size + REQUEST_OVERHEAD_BYTES,
+                    executor=executor_of(command.code, namesrv=self.namesrv), dead=lambda: channel.lost,
+                    blocked=channel.must_wait, park=channel.park)
+        if self._queues.offer(work):
+            if counted:
+                channel.waiting += 1
+                if channel.waiting >= self.limits.max_requests_in_flight:
+                    self.guard.pause(channel, INFLIGHT)
+            return
+        if command.is_response or command.is_oneway:
+            return  # nobody waits for an answer: the request is lost, as a rejected oneway request is in RocketMQ
+        busy = command.response(ResponseCode.SYSTEM_BUSY, remark=OVERLOAD_REMARK)
+        try:
+            data = encode(busy, serialize)
+        except Exception:  # the header of the request cannot be echoed back: the client times out instead
+            return
+        self.busy_answers += 1
+        channel.transport.write(data)
+        self._refusals.append((channel, command, busy))
+        if not self._refusals_scheduled:
+            self._refusals_scheduled = True
+            self.runtime.call_soon(self._observe_refusals)
+
     # runtime loop ---------------------------------------------------------------------------------------------------
+    def _observe_refusals(self) -> None:
+        self._refusals_scheduled = False
+        while self._refusals:
+            try:
+                channel, command, busy = self._refusals.popleft()
+            except IndexError:
+                break
+            self.observe(channel, command, from_client=True)
+            self.observe(channel, busy, from_client=False)
+
     def observe(self, channel: TcpChannel, command: RemotingCommand, *, from_client: bool) -> None:
         if self.observer is None:
             return
@@ -369,18 +576,39 @@ class TcpEndpoint:
         except Exception:
             log.exception("wire observer failed")
 
-    def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
-        if not channel.active or channel.lost:
-            return
+    def _accepted(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
+        """Bookkeeping of a request taken from its queue: observed, and its answer's serialize type kept."""
         self.observe(channel, command, from_client=True)
-        if command.is_response:
-            channel.response_arrived(command)
-            return
         channel.serialize = serialize
         if not command.is_oneway:
             channel._serialize_of[command.opaque] = serialize
             if len(channel._serialize_of) > _MAX_UNANSWERED:  # requests a fault dropped are never answered
                 channel._serialize_of.pop(next(iter(channel._serialize_of)))
+
+    def _expired(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType, waited_ms: int,
+                 size: int) -> None:
+        """BrokerFastFailure: the request waited too long in its queue; it is answered SYSTEM_BUSY, not run."""
+        if not channel.active or command.is_response:
+            return
+        self._accepted(channel, command, serialize)
+        if not command.is_oneway:
+            channel.send_response(command.response(
+                ResponseCode.SYSTEM_BUSY, remark=TIMEOUT_CLEAN_QUEUE_REMARK.format(waited=waited_ms, size=size)))
+
+    @staticmethod
+    def _unanswered(channel: TcpChannel, command: RemotingCommand) -> None:
+        """No answer will come for the request (a dropped one, a name server's silence): forget it."""
+        channel._serialize_of.pop(command.opaque, None)
+        channel._lost_answers.discard(command.opaque)
+
+    def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
+        if not channel.active or channel.lost:
+            return
+        if command.is_response:
+            self.observe(channel, command, from_client=True)
+            channel.response_arrived(command)
+            return
+        self._accepted(channel, command, serialize)
         server = self.resolve()
         if server is None:
             channel.close()
@@ -406,6 +634,7 @@ class TcpEndpoint:
                     channel.send_response(command.response(fail.response_code, remark=fail.remark))
                 return
             if "drop" in actions:
+                self._unanswered(channel, command)
                 return
             copies = 2 if "duplicate" in actions else 1
             for _ in range(copies):
@@ -424,5 +653,11 @@ class TcpEndpoint:
         except Exception:  # dispatch already answers handler errors; this is a bug in the server itself
             log.exception("%s: %s failed", self.node, command.code_name())
             response = command.response(ResponseCode.SYSTEM_ERROR, remark="internal server error")
-        if response is not None and not command.is_oneway:
+        if command.is_oneway:
+            return
+        if response is not None:
             channel.send_response(response)
+        elif self.namesrv:  # a 4.9.8 name server leaves an unknown code unanswered
+            self._unanswered(channel, command)
+        else:  # a broker answers it later (a held pull) or when the connection closes
+            channel.hold(command.opaque)

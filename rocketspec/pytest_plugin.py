@@ -17,7 +17,8 @@ Options come from a marker of the same name::
 ``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues) and ``trace``
 (``False`` to record nothing; the default records Parquet under the test's temporary directory); its events are also
 kept in memory (``rocketmq_server.cluster.events``) unless ``keep_events=False``;
-``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``.
+``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``. Both take ``data_dir`` and
+``flush`` (``"async"``, the default, or ``"sync"``: RocketMQ's flushDiskType, docs/serve.md).
 - ``rocketmq_client_conformance``: runs the client conformance suite against a client project's own driver command
   (the driver contract of ``docs/conformance.md``) and fails the test with each departure, clause by clause.
 """

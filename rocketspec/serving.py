@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from rocketspec.argtypes import non_negative_int, positive_int
+from rocketspec.argtypes import non_negative_float, non_negative_int, positive_int
+from rocketspec.refimpl.limits import MIB, ServerLimits
+from rocketspec.spec.protocol import SERVER_CHANNEL_MAX_IDLE_S
 
 DEFAULT_PORT = 9876
 SEND_MODES = ("SYNC", "ASYNC")
@@ -95,6 +97,15 @@ def _check_trace_dir(path: str | None, force: bool) -> None:
         raise ServeError(f"trace directory {out} is not empty (use --force to add this run to it)")
 
 
+def _broker_ports(first: int, brokers: int) -> list[int]:
+    """``--broker-port P``: broker i listens on P + 10 i (and on that port - 2, the VIP channel)."""
+    ports = [first + 10 * i for i in range(brokers)]
+    if ports[0] < 3 or ports[-1] > 65535:
+        raise ServeError(f"--broker-port {first} leaves no room for {brokers} broker(s) "
+                         f"(ports {ports[0]}..{ports[-1]}, each with its port - 2)")
+    return ports
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     started = time.monotonic()
     from rocketspec.refimpl.served import ServedCluster
@@ -107,14 +118,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=args.port,
             advertise_host=args.advertise_host,
             data_dir=args.data_dir,
+            flush=args.flush,
+            **({"broker_ports": _broker_ports(args.broker_port, args.brokers)} if args.broker_port else {}),
             faults=args.faults,
             trace_dir=args.trace,
             trace_format=args.trace_format,
             send_mode=args.send_mode,
+            limits=ServerLimits(idle_close_s=args.idle_close, max_connections=args.max_connections,
+                                buffer_limit_bytes=args.buffer_limit * MIB),
             **({"message_delay_level": args.message_delay_level} if args.message_delay_level else {}),
             **({"enable_property_filter": True} if args.enable_property_filter else {}),
+            **({"acl": args.acl} if args.acl else {}),
         )
-    except ValueError as error:  # a bad fault file (FaultFileError), send mode or trace directory
+    except ValueError as error:  # a bad fault file (FaultFileError), ACL file (AclFileError), send mode or trace dir
         raise ServeError(str(error)) from None
     except OSError as error:
         where = f" ({error.filename})" if error.filename else ""
@@ -167,6 +183,14 @@ def add_parsers(commands: Any) -> None:
                             "address when bound to 0.0.0.0)")
     serve.add_argument("--data-dir", metavar="D",
                        help="keep the brokers' stores here, recovered on the next start (default in memory)")
+    serve.add_argument("--flush", choices=("async", "sync"), default="async",
+                       help="the brokers' flushDiskType: async (default, ASYNC_FLUSH) writes each message to the "
+                            "data directory's files at once and fsyncs them every 500 ms, so a killed server keeps "
+                            "every acknowledged message; sync (SYNC_FLUSH) answers a send only after the fsync "
+                            "(one per group of sends), so a machine crash keeps them too")
+    serve.add_argument("--broker-port", type=port_number, metavar="P",
+                       help="port of the first broker (the next get P+10, P+20, ...; each also listens on its port "
+                            "- 2, the VIP channel); default free ports. A restarted server keeps its addresses")
     serve.add_argument("--trace", metavar="OUT",
                        help="record the run as a trace (docs/traces.md) in directory OUT; check it with "
                             "'rocketspec traces check OUT'")
@@ -176,6 +200,16 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--faults", metavar="FILE",
                        help="JSON fault rules to apply from the start (docs/serve.md): error codes, delays, dropped "
                             "requests or responses, disconnects, per broker and request code")
+    serve.add_argument("--idle-close", type=non_negative_float, default=SERVER_CHANNEL_MAX_IDLE_S, metavar="S",
+                       help="close a connection with no traffic either way for S seconds, as RocketMQ's "
+                            f"serverChannelMaxIdleTimeSeconds (default {SERVER_CHANNEL_MAX_IDLE_S}; 0: never)")
+    serve.add_argument("--max-connections", type=positive_int, default=ServerLimits().max_connections, metavar="N",
+                       help=f"refuse connections beyond N (default {ServerLimits().max_connections})")
+    serve.add_argument("--buffer-limit", type=positive_int, default=ServerLimits().buffer_limit_bytes // MIB,
+                       metavar="MB",
+                       help="bytes the server holds for all clients together: requests waiting (past their half a "
+                            "request is answered SYSTEM_BUSY), partial frames and unread answers (default "
+                            f"{ServerLimits().buffer_limit_bytes // MIB})")
     serve.add_argument("--topic", type=topic_spec, action="append", default=[], metavar="NAME[:QUEUES]",
                        help="create a topic on every broker at start (repeatable; producers also create topics "
                             "on first send)")
@@ -187,6 +221,9 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--enable-property-filter", action="store_true",
                        help="the brokers' enablePropertyFilter: serve SQL92 subscriptions (MessageSelector.bySql); "
                             "off by default, as in RocketMQ")
+    serve.add_argument("--acl", metavar="FILE",
+                       help="plain ACL as RocketMQ's aclEnable: a plain_acl.yml of accounts and white addresses; "
+                            "brokers check every request, the name server its changing ones (docs/serve.md)")
     serve.set_defaults(handler=cmd_serve)
 
     tap = commands.add_parser(

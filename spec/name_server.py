@@ -72,7 +72,10 @@ CLAUSES = ClauseTable(
             "UNREGISTER_BROKER removes the address from the live table and the broker id from its broker name, and a "
             "closed channel does the same for the address registered through it; a broker name left without "
             "addresses loses its broker data, its place in its cluster (an empty cluster goes) and its queue data in "
-            "every topic, and a topic left without queue data has no route.",
+            "every topic, and a topic left without queue data has no route. (4.9.8's onChannelDestroy clears only "
+            "the first broker name and cluster listing the address: one address registered under several names "
+            "leaves the others behind; rocketspec's name server clears them all, which this model, one address per "
+            "broker, does not tell apart.)",
             "RouteInfoManager.unregisterBroker, onChannelDestroy, removeTopicByBrokerName",
         ),
         Clause(

@@ -625,3 +625,95 @@ LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION = PULL_TIME_DELAY_MS_WHEN_EXCEPTION  # th
 DEFAULT_CONSUME_THREADS = 20
 # MixAll.DEFAULT_CONSUMER_GROUP: a user group must not take this name.
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+
+
+# ---- Server request executors: how a 4.9.8 broker bounds the work clients give it ----
+class Executor(enum.Enum):
+    """The thread pool a request runs on (BrokerController.registerProcessor); each has a bounded queue."""
+
+    SEND = "send"
+    PULL = "pull"
+    REPLY = "reply"
+    QUERY = "query"
+    HEARTBEAT = "heartbeat"
+    CLIENT_MANAGE = "clientManage"
+    CONSUMER_MANAGE = "consumerManage"
+    END_TRANSACTION = "endTransaction"
+    ADMIN = "admin"  # the default processor: every other code, unknown ones too
+    NAMESRV = "namesrv"  # a name server's one default processor
+
+
+BROKER_EXECUTOR_OF: dict[int, Executor] = {
+    RequestCode.SEND_MESSAGE: Executor.SEND,
+    RequestCode.SEND_MESSAGE_V2: Executor.SEND,
+    RequestCode.SEND_BATCH_MESSAGE: Executor.SEND,
+    RequestCode.CONSUMER_SEND_MSG_BACK: Executor.SEND,
+    RequestCode.PULL_MESSAGE: Executor.PULL,
+    RequestCode.SEND_REPLY_MESSAGE: Executor.REPLY,
+    RequestCode.SEND_REPLY_MESSAGE_V2: Executor.REPLY,
+    RequestCode.QUERY_MESSAGE: Executor.QUERY,
+    RequestCode.VIEW_MESSAGE_BY_ID: Executor.QUERY,
+    RequestCode.HEART_BEAT: Executor.HEARTBEAT,
+    RequestCode.UNREGISTER_CLIENT: Executor.CLIENT_MANAGE,
+    RequestCode.CHECK_CLIENT_CONFIG: Executor.CLIENT_MANAGE,
+    RequestCode.GET_CONSUMER_LIST_BY_GROUP: Executor.CONSUMER_MANAGE,
+    RequestCode.UPDATE_CONSUMER_OFFSET: Executor.CONSUMER_MANAGE,
+    RequestCode.QUERY_CONSUMER_OFFSET: Executor.CONSUMER_MANAGE,
+    RequestCode.END_TRANSACTION: Executor.END_TRANSACTION,
+}
+
+# BrokerConfig.*ThreadPoolQueueCapacity. The admin executor and the name server's are unbounded in 4.9.8
+# (LinkedBlockingQueue); a server that must stay up whatever clients do bounds them too (rocketspec's choice).
+EXECUTOR_QUEUE_CAPACITY: dict[Executor, int] = {
+    Executor.SEND: 10_000,
+    Executor.PULL: 100_000,
+    Executor.REPLY: 10_000,
+    Executor.QUERY: 20_000,
+    Executor.HEARTBEAT: 50_000,
+    Executor.CLIENT_MANAGE: 1_000_000,
+    Executor.CONSUMER_MANAGE: 1_000_000,
+    Executor.END_TRANSACTION: 100_000,
+    Executor.ADMIN: 10_000,
+    Executor.NAMESRV: 10_000,
+}
+
+# BrokerFastFailure: a request that waited this long in its queue is answered SYSTEM_BUSY instead of run
+# (BrokerConfig.waitTimeMillsIn{Send,Pull,Heartbeat,Transaction}Queue, brokerFastFailureEnable true).
+EXECUTOR_MAX_WAIT_MS: dict[Executor, int] = {
+    Executor.SEND: 200,
+    Executor.PULL: 5_000,
+    Executor.HEARTBEAT: 31_000,
+    Executor.END_TRANSACTION: 3_000,
+}
+
+# SYSTEM_BUSY remarks: NettyRemotingAbstract (queue full) and BrokerFastFailure (waited too long; %d ms, queue size).
+OVERLOAD_REMARK = "[OVERLOAD]system busy, start flow control for a while"
+TIMEOUT_CLEAN_QUEUE_REMARK = ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
+                              "{waited}ms, size of queue: {size}")
+
+# NettyServerConfig.serverChannelMaxIdleTimeSeconds: a server closes a connection idle (no read, no write) this long.
+SERVER_CHANNEL_MAX_IDLE_S = 120
+
+# ---- Plain ACL (acl module of 4.9.8: SessionCredentials, Permission, AclConstants) ----
+# Ext fields a signing client (AclClientRPCHook) adds; the signature covers every other field and the body.
+ACL_ACCESS_KEY = "AccessKey"
+ACL_SIGNATURE = "Signature"
+ACL_SECURITY_TOKEN = "SecurityToken"
+
+
+class AclPerm(enum.IntFlag):
+    """``Permission``: what an account holds on a topic or group (DENY wins), and what a request needs."""
+
+    DENY = 1
+    ANY = 2
+    PUB = 4
+    SUB = 8
+
+
+# Permission.ADMIN_CODE: requests only an admin account may send.
+ACL_ADMIN_REQUEST_CODES = frozenset({
+    RequestCode.UPDATE_AND_CREATE_TOPIC, RequestCode.UPDATE_BROKER_CONFIG, RequestCode.DELETE_TOPIC_IN_BROKER,
+    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+})
+# AclConstants.ACCESS_KEY_MIN_LENGTH / SECRET_KEY_MIN_LENGTH: keys must be longer than this.
+ACL_KEY_MIN_LENGTH = 6

@@ -6,6 +6,8 @@ import json
 import zlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rocketspec.refimpl.events import EventLog
 from rocketspec.refimpl.namesrv import NameServer
@@ -140,12 +142,12 @@ class World:
         return self.runtime.wait(client.invoke(NS, cmd, 3000))
 
     def register(self, client: RemotingClient, name: str, addr: str, topics: dict[str, int], *, broker_id: int = 0,
-                 version: DataVersion | None = None, compressed: bool = False, crc: int | None = None
-                 ) -> RemotingCommand:
+                 version: DataVersion | None = None, compressed: bool = False, crc: int | None = None,
+                 cluster: str = "DefaultCluster", filter_servers: list[str] | None = None) -> RemotingCommand:
         body = RegisterBrokerBody({t: TopicConfig(t, n, n, 6) for t, n in topics.items()},
-                                  version or DataVersion(self.runtime.now_ms(), 1), [])
+                                  version or DataVersion(self.runtime.now_ms(), 1), filter_servers or [])
         raw = body.encode(compress=compressed)
-        fields = {"brokerName": name, "brokerAddr": addr, "clusterName": "DefaultCluster",
+        fields = {"brokerName": name, "brokerAddr": addr, "clusterName": cluster,
                   "haServerAddr": addr.replace("109", "209"), "brokerId": broker_id, "compressed": compressed,
                   "bodyCrc32": (zlib.crc32(raw) & 0x7FFFFFFF) if crc is None else crc}
         return self.call(client, RemotingCommand.request(RequestCode.REGISTER_BROKER, fields, raw))
@@ -265,3 +267,130 @@ def test_query_data_version_refreshes_an_unchanged_broker() -> None:
     changed = w.call(a, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, fields,
                                                 dumps_java(DataVersion(6, 6).to_dict())))
     assert changed.field("changed") == "true"
+
+
+# ----------------------------------------------------------------------------------------- cleanup, whatever names
+
+C = "127.0.0.1:10931"
+
+
+def tables_empty(ns: NameServer) -> bool:
+    return not (ns.broker_addr_table or ns.cluster_addr_table or ns.topic_queue_table or ns.broker_live_table
+                or ns.filter_server_table)
+
+
+def assert_consistent(ns: NameServer) -> None:
+    """What cleanup must keep true: nothing listed that no expiry or channel close could remove, nothing empty."""
+    listed = [addr for bd in ns.broker_addr_table.values() for addr in bd.broker_addrs.values()]
+    assert set(listed) <= set(ns.broker_live_table), "a listed address has no live entry: nothing would remove it"
+    for name, bd in ns.broker_addr_table.items():
+        assert bd.broker_name == name and bd.broker_addrs, name
+        assert len(set(bd.broker_addrs.values())) == len(bd.broker_addrs), "one address keeps one id under a name"
+    assert all(ns.cluster_addr_table.values()), "an empty cluster stays"
+    clustered = set().union(*ns.cluster_addr_table.values()) if ns.cluster_addr_table else set()
+    assert clustered == set(ns.broker_addr_table), "clusters list exactly the broker names with addresses"
+    assert all(ns.topic_queue_table.values()), "a topic without queue data stays"
+    topic_names = {name for queue_datas in ns.topic_queue_table.values() for name in queue_datas}
+    assert topic_names <= set(ns.broker_addr_table), "queue data of a removed broker name stays"
+    assert set(ns.filter_server_table) <= set(ns.broker_live_table), "filter servers of a forgotten address stay"
+    assert all(live.channel.active for live in ns.broker_live_table.values()), "a live entry on a closed channel"
+
+
+def cluster_info(w: World) -> dict[str, object]:
+    info = w.call(w.client("asker"), RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+    return loads_lenient(info.body)
+
+
+@pytest.mark.parametrize("how", ["close", "expire"])
+def test_an_address_under_two_names_and_clusters_leaves_nothing_behind(how: str) -> None:
+    w = World()
+    a = w.client("broker-a")
+    w.register(a, "broker-a", A, {"T": 4, "OnlyA": 2}, cluster="c1", filter_servers=["127.0.0.1:1"])
+    w.register(a, "broker-x", A, {"T": 4, "OnlyX": 1}, cluster="c2")
+    w.register(a, "broker-x", A, {"T": 4}, cluster="c3")  # the same name under a second cluster
+    w.register(a, "broker-c", C, {"C": 1}, cluster="c1")  # a second address over the same connection
+    info = cluster_info(w)
+    assert info["clusterAddrTable"] == {"c1": ["broker-a", "broker-c"], "c2": ["broker-x"], "c3": ["broker-x"]}
+    assert_consistent(w.namesrv)
+    if how == "close":
+        a.close()
+        w.runtime.run_until_idle()
+    else:
+        w.runtime.advance(BROKER_CHANNEL_EXPIRED_MS + 20_000)  # no registration: the scan expires both addresses
+        w.runtime.run_until_idle()
+    assert cluster_info(w) == {"brokerAddrTable": {}, "clusterAddrTable": {}}
+    for topic in ("T", "OnlyA", "OnlyX", "C"):
+        assert w.route(topic).code == ResponseCode.TOPIC_NOT_EXIST
+    assert tables_empty(w.namesrv)
+
+
+def test_unregistering_one_name_keeps_the_other_names_address_alive_until_it_goes() -> None:
+    w = World()
+    a = w.client("broker-a")
+    w.register(a, "broker-a", A, {"T": 4}, cluster="c1")
+    w.register(a, "broker-x", A, {"X": 4}, cluster="c2")
+    cmd = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+        "brokerName": "broker-a", "brokerAddr": A, "clusterName": "c1", "brokerId": 0})
+    assert w.call(a, cmd).code == ResponseCode.SUCCESS
+    # 4.9.8 drops A's live entry here and broker-x's A is never removed; here it stays live, so it can expire.
+    assert A in w.namesrv.broker_live_table and set(w.namesrv.broker_addr_table) == {"broker-x"}
+    assert w.route("T").code == ResponseCode.TOPIC_NOT_EXIST and w.route("X").code == ResponseCode.SUCCESS
+    assert_consistent(w.namesrv)
+    # Unregistering an id the name does not hold under that address leaves the listing and its live entry alone.
+    cmd = RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+        "brokerName": "broker-x", "brokerAddr": A, "clusterName": "c2", "brokerId": 1})
+    assert w.call(a, cmd).code == ResponseCode.SUCCESS
+    assert_consistent(w.namesrv)
+    w.runtime.advance(BROKER_CHANNEL_EXPIRED_MS + 20_000)
+    w.runtime.run_until_idle()
+    assert tables_empty(w.namesrv)
+
+
+CONNS = st.integers(0, 2)
+CLUSTERS = st.sampled_from(["c1", "c2"])
+NAMES = st.sampled_from(["broker-a", "broker-b", "broker-c"])
+IDS = st.integers(0, 1)
+ADDRS = st.sampled_from([A, B, C])
+STEPS = st.one_of(
+    st.tuples(st.just("register"), CONNS, CLUSTERS, NAMES, IDS, ADDRS,
+              st.frozensets(st.sampled_from(["T", "U"])), st.booleans()),
+    st.tuples(st.just("unregister"), CONNS, CLUSTERS, NAMES, IDS, ADDRS),
+    st.tuples(st.just("close"), CONNS),
+    st.tuples(st.just("wait"), st.sampled_from([10_000, 60_000, BROKER_CHANNEL_EXPIRED_MS + 15_000])),
+)
+
+
+@given(steps=st.lists(STEPS, max_size=25), end_by_expiry=st.booleans())
+def test_any_history_leaves_consistent_tables_bounded_by_live_registrations(
+        steps: list[tuple[object, ...]], end_by_expiry: bool) -> None:
+    w = World()
+    clients = [w.client(f"b{i}") for i in range(3)]
+    via: dict[str, set[str]] = {}  # client address -> broker addresses it registered
+    for step in steps:
+        kind = step[0]
+        if kind == "register":
+            _, i, cluster, name, bid, addr, topics, filters = step
+            w.register(clients[i], name, addr, {t: 2 for t in topics}, broker_id=bid, cluster=cluster,
+                       filter_servers=["127.0.0.1:1"] if filters else None)
+            via.setdefault(clients[i].addr, set()).add(addr)
+        elif kind == "unregister":
+            _, i, cluster, name, bid, addr = step
+            w.call(clients[i], RemotingCommand.request(RequestCode.UNREGISTER_BROKER, {
+                "brokerName": name, "brokerAddr": addr, "clusterName": cluster, "brokerId": bid}))
+        elif kind == "close":
+            clients[step[1]].close()
+            clients[step[1]] = w.client(f"b{step[1]}")
+        else:
+            w.runtime.advance(step[1])
+        w.runtime.run_until_idle()
+        assert_consistent(w.namesrv)
+        # Bounded by the live registrations: a live entry is an address registered through its still-open channel.
+        for addr, live in w.namesrv.broker_live_table.items():
+            assert addr in via.get(live.channel.remote_addr, set())
+    if end_by_expiry:
+        w.runtime.advance(BROKER_CHANNEL_EXPIRED_MS + 15_000)
+    else:
+        for client in clients:
+            client.close()
+    w.runtime.run_until_idle()
+    assert tables_empty(w.namesrv)

@@ -16,6 +16,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from rocketspec.refimpl.acl import PlainAccessValidator
+from rocketspec.refimpl.acl_config import AclConfig
 from rocketspec.refimpl.broker.admin_consumers import ConsumerAdmin
 from rocketspec.refimpl.broker.admin_maintenance import MaintenanceAdmin
 from rocketspec.refimpl.broker.admin_runtime import RuntimeAdmin
@@ -89,8 +91,11 @@ class Broker:
         namesrv_addr: str | None,
         *,
         disk: Disk | None = None,
+        acl: AclConfig | None = None,
     ) -> None:
         self.config = config
+        # aclEnable: the plain ACL hook in front of every request (acl.py); None when off, as by default.
+        self.acl = PlainAccessValidator(acl) if acl is not None else None
         self.runtime = runtime
         self.network = network
         self.events = events
@@ -193,7 +198,8 @@ class Broker:
         self.store.close()
 
     def crash(self) -> None:
-        """A kill -9: nothing persisted, nothing unregistered, unflushed store data lost."""
+        """A kill -9: nothing persisted, nothing unregistered; unflushed store data is lost on a ``MemoryDisk`` (a
+        power loss) and kept on a ``FileDisk`` (written data is the OS's)."""
         if not self.running:
             return
         self._stop_services()
@@ -285,7 +291,12 @@ class Broker:
 
     # ------------------------------------------------------------------------------------------- server side
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
-        """Dispatch a request; unknown codes, bad headers and unexpected failures become error responses."""
+        """Dispatch a request; unknown codes, bad headers and unexpected failures become error responses. With ACL
+        on, every request is checked first, as 4.9.8's RPC hook checks it before looking for a processor."""
+        if self.acl is not None:
+            refused = self.acl.refusal(request, channel.remote_addr)
+            if refused is not None:
+                return None if request.is_oneway else refused
         return dispatch(self._handlers, request, channel)
 
     def channel_closed(self, channel: Channel) -> None:

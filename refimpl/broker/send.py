@@ -218,7 +218,7 @@ class SendMessageProcessor:
         return None, topic_config
 
     # -------------------------------------------------------------------------------------------------- process
-    def process(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+    def process(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
         header = SendMessageHeader.parse(request)
         error, topic_config = self.check(request, header, channel)
         if error is not None:
@@ -232,8 +232,23 @@ class SendMessageProcessor:
             queue_id = self.broker.runtime.random.randrange(RANDOM_QUEUE_ID_BOUND) % topic_config.write_queue_nums
         # The header's batch field picks the batch path, whatever the code (SendMessageProcessor, BRK-7).
         if header.batch:
-            return self._send_batch(request, header, topic_config, queue_id, channel)
-        return self._send_one(request, header, topic_config, queue_id, channel)
+            response = self._send_batch(request, header, topic_config, queue_id, channel)
+        else:
+            response = self._send_one(request, header, topic_config, queue_id, channel)
+        return self._after_flush(request, header, channel, response)
+
+    def _after_flush(self, request: RemotingCommand, header: SendMessageHeader, channel: Channel,
+                     response: RemotingCommand) -> RemotingCommand | None:
+        """``CommitLog.handleDiskFlush`` in SYNC_FLUSH: a message with WAIT (``isWaitStoreMsgOK``, true unless the
+        property says "false") is answered once the group commit has flushed it; the answer is sent then."""
+        store = self.broker.store
+        if not store.awaiting_flush or request.is_oneway or response.code != ResponseCode.SUCCESS:
+            return response
+        wait = decode_properties(header.properties or "").get(Property.WAIT_STORE_MSG_OK)
+        if wait is not None and wait.lower() != "true":  # Boolean.parseBoolean
+            return response
+        store.when_durable(lambda: channel.send_response(response))
+        return None
 
     def _send_one(self, request: RemotingCommand, header: SendMessageHeader, topic_config: TopicConfig,
                   queue_id: int, channel: Channel) -> RemotingCommand:

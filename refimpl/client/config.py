@@ -52,6 +52,14 @@ class ClientConfig:
     mq_client_api_timeout_ms: int = attrs.field(default=MQ_CLIENT_API_TIMEOUT_MS, validator=_positive)
     language: int = LanguageCode.JAVA
     version: int = VERSION_V4_9_8
+    # Plain ACL credentials (SessionCredentials): with them every request is signed as AclClientRPCHook signs it.
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("access_key and secret_key go together: give both or neither")
 
     def client_id(self) -> str:
         """``ClientConfig.buildMQClientId`` (no unit name)."""

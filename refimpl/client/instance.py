@@ -21,6 +21,9 @@ import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import attrs
+
+from rocketspec.refimpl.acl_signature import signed_fields
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
 from rocketspec.refimpl.events import ClientLifecycle, EventLog, RouteUpdate
 from rocketspec.refimpl.message import UniqueIdGenerator, decode_stored_message, java_string_hash
@@ -356,12 +359,20 @@ class ClientInstance:
             return _failed(self.runtime, RemotingConnectError("connect to null failed"))
         if self.stopped and not self.running:
             return _failed(self.runtime, RemotingConnectError(f"client {self.client_id} is shut down"))
-        return self.remoting.invoke(addr, request, timeout_ms, daemon=daemon)
+        return self.remoting.invoke(addr, self._signed(request), timeout_ms, daemon=daemon)
 
     def invoke_oneway(self, addr: str | None, request: RemotingCommand) -> None:
         if addr is None or (self.stopped and not self.running):
             return
-        self.remoting.invoke_oneway(addr, request)
+        self.remoting.invoke_oneway(addr, self._signed(request))
+
+    def _signed(self, request: RemotingCommand) -> RemotingCommand:
+        """``AclClientRPCHook.doBeforeRequest`` when the client has credentials: every request, to any server."""
+        cfg = self.config
+        if cfg.access_key is None or cfg.secret_key is None:
+            return request
+        fields = signed_fields(request.ext_fields, request.body, cfg.access_key, cfg.secret_key, cfg.security_token)
+        return attrs.evolve(request, ext_fields=fields)
 
     def can_connect(self, addr: str | None) -> bool:
         """Whether a connection to ``addr`` can be made (a oneway write fails at once when it can't)."""

@@ -8,7 +8,8 @@ or crash while shutting down. Usage::
 Scenarios: ``probe`` (load the library only), ``send-sync``, ``send-async``, ``send-oneway``, ``send-orderly``
 (sharding key ``i % --shards``, hashed onto a queue), ``send-batch`` (``--batch-size`` messages per batch),
 ``consume`` (push consumer; ``--model clustering|broadcasting``, ``--orderly``, ``--fail-first``) and ``pull``
-(pull consumer: every queue from offset 0 until nothing is new). ``--delay-level`` sends delayed messages.
+(pull consumer: every queue from offset 0 until nothing is new). ``--delay-level`` sends delayed messages;
+``--access-key`` / ``--secret-key`` sign every request of a producer or push consumer (plain ACL).
 
 Every result is one JSON object per line on stdout, flushed at once, so a test can read a partial run:
 
@@ -136,7 +137,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--stop-file", default=None, help="consume: stop once this file exists")
     parser.add_argument("--threads", type=_positive_int, default=None, help="consume: listener threads")
     parser.add_argument("--name", default="", help="a label copied into every line")
+    parser.add_argument("--access-key", default=None, help="plain ACL: sign every request (set_session_credentials)")
+    parser.add_argument("--secret-key", default=None)
+    parser.add_argument("--ons-channel", default="ALIYUN", help="plain ACL: the OnsChannel field the client adds")
     return parser
+
+
+def set_credentials(client_object: Any, args: argparse.Namespace) -> None:
+    """``set_session_credentials`` when ``--access-key`` is given: the library then signs every request."""
+    if args.access_key is not None:
+        client_object.set_session_credentials(args.access_key, args.secret_key or "", args.ons_channel)
 
 
 def load_client() -> Any:
@@ -194,6 +204,7 @@ def run_producer(client: Any, args: argparse.Namespace) -> int:
     """Send ``--count`` messages the way the scenario says; one ``sent`` or ``error`` line each."""
     producer = client.Producer(args.group, timeout=args.send_timeout_ms)
     producer.set_namesrv_addr(args.namesrv)
+    set_credentials(producer, args)
     try:
         producer.start()
     except Exception as exc:
@@ -401,6 +412,7 @@ def run_consumer(client: Any, args: argparse.Namespace) -> int:
     model = MessageModel.BROADCASTING if args.model == "broadcasting" else MessageModel.CLUSTERING
     consumer = client.PushConsumer(args.group, orderly=args.orderly, message_model=model)
     consumer.set_namesrv_addr(args.namesrv)
+    set_credentials(consumer, args)
     if args.threads is not None:
         consumer.set_thread_count(args.threads)
     acked = [0]
