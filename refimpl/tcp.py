@@ -103,6 +103,10 @@ class WireLoop:
 
     def __init__(self, name: str = "rocketspec-wire") -> None:
         self.loop = asyncio.new_event_loop()
+        # Calls from other threads, run in order by one wake-up of the loop however many there are (each wake-up
+        # is a write to the loop's self-pipe: one per answer would cost a system call each).
+        self._posted: collections.deque[Callable[[], Any]] = collections.deque()
+        self._wake_pending = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -116,7 +120,27 @@ class WireLoop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def call(self, fn: Callable[[], Any]) -> None:
-        self.loop.call_soon_threadsafe(fn)
+        """Run ``fn`` on the loop, after every call posted before it."""
+        self._posted.append(fn)
+        if not self._wake_pending:
+            self._wake_pending = True
+            try:
+                self.loop.call_soon_threadsafe(self._run_posted)
+            except RuntimeError:  # the loop is closed: nothing runs there any more
+                pass
+
+    def _run_posted(self) -> None:
+        self._wake_pending = False  # before draining: a call posted from now on wakes the loop again
+        posted = self._posted
+        while posted:
+            try:
+                fn = posted.popleft()
+            except IndexError:
+                break
+            try:
+                fn()
+            except Exception:  # one connection's failure must not stop the others' writes
+                log.exception("wire call failed")
 
     def stop(self) -> None:
         if self.loop.is_running():
@@ -320,14 +344,13 @@ class _Protocol(asyncio.BufferedProtocol):
         self.endpoint = endpoint
         self.reader = FrameReader()
         self.channel: TcpChannel | None = None
-        self._chunk = bytearray(READ_CHUNK_BYTES)
-        self._view = memoryview(self._chunk)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._view
+        # One buffer for all connections: the socket thread reads into it and copies out before the next read.
+        return self.endpoint.read_view
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self._chunk[:nbytes])
+        self.data_received(self.endpoint.read_buffer[:nbytes])
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -439,6 +462,8 @@ class TcpEndpoint:
         self.connections: set[TcpChannel] = set()
         self.frame_errors = 0
         self.busy_answers = 0
+        self.read_buffer = bytearray(READ_CHUNK_BYTES)
+        self.read_view = memoryview(self.read_buffer)
         self.port = 0
         # Refused requests and their answers, for observers to see on the runtime loop (socket thread appends).
         self._refusals: collections.deque[tuple[TcpChannel, RemotingCommand, RemotingCommand]] = collections.deque(

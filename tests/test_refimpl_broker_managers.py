@@ -135,6 +135,21 @@ def test_subscription_groups_auto_create_and_persist() -> None:
     assert strict.find("TOOLS_CONSUMER") is not None
 
 
+def test_an_auto_created_group_is_written_with_the_next_periodic_persist_not_at_once() -> None:
+    disk = Disk()
+    manager = SubscriptionGroupManager(BrokerConfig(broker_name="b"), Clock(), disk)
+    manager.find_or_create("Auto")
+
+    def written() -> SubscriptionGroupManager:
+        reader = SubscriptionGroupManager(BrokerConfig(broker_name="b"), Clock(), disk)
+        reader.load()
+        return reader
+
+    assert written().find("Auto") is None
+    manager.persist_if_changed()
+    assert written().find("Auto") is not None
+
+
 # ----------------------------------------------------------------------------------------------------------- offsets
 
 

@@ -427,10 +427,7 @@ class ConsumerAdmin:
 
     def get_all_subscription_group(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``getAllSubscriptionGroup``: the ``SubscriptionGroupWrapper`` (subscriptionGroupTable, dataVersion)."""
-        groups = self.broker.subscription_groups
-        body = {"dataVersion": groups.data_version.to_json(),
-                "subscriptionGroupTable": {name: group.to_json() for name, group in groups.table.items()}}
-        return request.response(ResponseCode.SUCCESS, body=dumps_java(body))
+        return request.response(ResponseCode.SUCCESS, body=self.broker.subscription_groups.wrapper_body())
 
     def delete_subscription_group(self, request: RemotingCommand, channel: Channel) -> RemotingCommand:
         """``deleteSubscriptionGroup``: masters only; remove the settings and, with ``removeOffset``, the group's

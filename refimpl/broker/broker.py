@@ -177,12 +177,17 @@ class Broker:
         runtime = self.runtime
         self._timers.append(runtime.call_every(self.config.register_interval_ms, self.register_to_namesrv,
                                                initial_delay_ms=BROKER_REGISTER_INITIAL_DELAY_MS))
-        self._timers.append(runtime.call_every(BROKER_FLUSH_CONSUMER_OFFSET_INTERVAL_MS, self.consumer_offsets.persist,
+        self._timers.append(runtime.call_every(BROKER_FLUSH_CONSUMER_OFFSET_INTERVAL_MS, self._persist_periodically,
                                                initial_delay_ms=BROKER_REGISTER_INITIAL_DELAY_MS))
         self._timers.append(runtime.call_every(CLIENT_SCAN_INTERVAL_MS, self.scan_not_active_channels))
         self._timers.append(runtime.call_every(STORE_CLEAN_RESOURCE_INTERVAL_MS, self.clean_expired_files))
         runtime.add_idle_probe(self.has_unconsumed_messages)
         self.register_to_namesrv()
+
+    def _persist_periodically(self) -> None:
+        """Every 5 s: the consumer offsets (``persistAllConsumerOffset``) and any auto-created subscription group."""
+        self.consumer_offsets.persist()
+        self.subscription_groups.persist_if_changed()
 
     def shutdown(self) -> None:
         """A clean stop: everything persisted, UNREGISTER_BROKER sent, connections closed, store closed."""

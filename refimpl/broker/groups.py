@@ -14,6 +14,7 @@ import attrs
 
 from rocketspec.refimpl.broker.config import SUBSCRIPTION_GROUPS_FILE, BrokerConfig, ConfigDisk, load_json, save_json
 from rocketspec.refimpl.broker.topics import DataVersion
+from rocketspec.refimpl.route import dumps_java
 from rocketspec.spec.protocol import (
     BUILTIN_SUBSCRIPTION_GROUPS,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -80,6 +81,8 @@ class SubscriptionGroupManager:
         self._clock = clock
         self._disk = disk
         self.table: dict[str, SubscriptionGroupConfig] = {}
+        self._unsaved = False
+        self._wrapper: tuple[tuple[int, int, int], bytes] | None = None
         self.data_version = DataVersion(clock())
         for name in BUILTIN_SUBSCRIPTION_GROUPS:
             self.table[name] = SubscriptionGroupConfig(name)
@@ -99,7 +102,11 @@ class SubscriptionGroupManager:
         created = SubscriptionGroupConfig(group)
         self.table[group] = created
         self.data_version.next_version(self._clock())
-        self.persist()
+        # 4.9.8 writes the whole table for every group a pull or heartbeat creates; a client naming new groups
+        # without end would make each creation cost the whole table. An auto-created group is written with the
+        # consumer offsets (``persist_if_changed``, every 5 s) instead: lost in a crash, the next request that
+        # names it creates it again, as if it had never been written.
+        self._unsaved = True
         return created
 
     def update(self, group: SubscriptionGroupConfig) -> None:
@@ -116,7 +123,24 @@ class SubscriptionGroupManager:
             self.persist()
         return removed
 
+    def wrapper_body(self) -> bytes:
+        """``SubscriptionGroupWrapper`` as GET_ALL_SUBSCRIPTIONGROUP_CONFIG answers it. Every change of the table
+        takes a new data version, so the encoding is kept until the version moves (a broker with many groups is
+        asked for all of them by every console and admin tool)."""
+        key = (self.data_version.timestamp, self.data_version.counter, len(self.table))
+        if self._wrapper is None or self._wrapper[0] != key:
+            body = {"dataVersion": self.data_version.to_json(),
+                    "subscriptionGroupTable": {name: group.to_json() for name, group in self.table.items()}}
+            self._wrapper = (key, dumps_java(body))
+        return self._wrapper[1]
+
+    def persist_if_changed(self) -> None:
+        """Write the table if a group was auto-created since it was last written."""
+        if self._unsaved:
+            self.persist()
+
     def persist(self) -> None:
+        self._unsaved = False
         save_json(self._disk, SUBSCRIPTION_GROUPS_FILE, {
             "subscriptionGroupTable": {name: group.to_json() for name, group in self.table.items()},
             "dataVersion": self.data_version.to_json(),
