@@ -17,8 +17,10 @@ acknowledged sends per second are measured before, during and after the attack (
   serverChannelMaxIdleTimeSeconds); without that serve option the scenario is reported as not measurable;
 - ``fuzz``: F malformed frames spread over ``--fuzz-seconds`` (default D): random bytes, truncated frames, bad
   header lengths, bad JSON, huge lengths, mutated valid requests, over many connections; against a second server
-  first (the control: same load on the machine), then against the good client's server. Crashes, tracebacks in
-  serve's stderr and acknowledged messages lost count. 1M frames in 4 minutes: ``--frames 1000000 --fuzz-seconds 240``.
+  (the control: same load on the machine) and against the good client's server, in ``--fuzz-rounds`` rounds each,
+  alternating control, attack, attack, control, ... (the good client's server slows as its store grows; both sides
+  get early and late rounds alike). Crashes, tracebacks in serve's stderr and acknowledged messages lost count.
+  1M frames in 4 minutes: ``--frames 1000000 --fuzz-seconds 240``.
 
 One summary line per scenario (``--json``: one JSON object per line). ``--check`` exits 1 when the issue's acceptance
 fails: flood, nonreaders and slowloris keep at least 50% of the rate during and 90% after, RSS under 300 MB, every
@@ -268,25 +270,36 @@ def run_scenario(name: str, args: argparse.Namespace, options: set[str], workdir
         spawn(started, good_client, server.namesrv, server.broker, t0 + span, stop, results)
         sample_until(t0 + d, servers)
         phases = {"before": (t0, t0 + d)}
+        windows: dict[str, list[tuple[float, float]]] = {}  # fuzz: the rounds of each label
         idle_socks: list[socket.socket] = []
         if name == "fuzz":
-            for label, target in (("control", servers[1]), ("attack", server)):
+            # Rounds in the order control, attack, attack, control, ...: the good client's server grows with what it
+            # stores, and an ABBA order gives both labels the same share of early and late rounds.
+            rounds = [label for i in range(args.fuzz_rounds)
+                      for label in (("control", "attack") if i % 2 == 0 else ("attack", "control"))]
+            for label in ("control", "attack"):
+                result[f"{label}_seconds"] = result[f"{label}_frames"] = result[f"{label}_connections"] = 0
+                windows[label] = []
+            for index, label in enumerate(rounds):
+                target = servers[1] if label == "control" else server
+                share = args.frames // args.fuzz_rounds + (index // 2 < args.frames % args.fuzz_rounds)
                 start = time.monotonic()
                 fuzzed = _CTX.Queue()
                 workers = 4
                 for w in range(workers):
-                    spawn(started, fuzzer, [target.namesrv, target.broker], args.frames // workers
-                          + (w < args.frames % workers), fuzz_s, start + fuzz_cap, args.seed * 10 + w, fuzzed)
+                    spawn(started, fuzzer, [target.namesrv, target.broker], share // workers + (w < share % workers),
+                          fuzz_s / args.fuzz_rounds, start + fuzz_cap / args.fuzz_rounds,
+                          args.seed * 1000 + index * 10 + w, fuzzed)
                 counts: list[dict[str, int]] = []
-                while len(counts) < workers and time.monotonic() < start + fuzz_cap + 30:
+                while len(counts) < workers and time.monotonic() < start + fuzz_cap / args.fuzz_rounds + 30:
                     try:
                         counts.append(fuzzed.get(timeout=0.1))
                     except queue.Empty:
                         sample_until(time.monotonic(), servers)
-                phases[label] = (start, time.monotonic())
-                result[f"{label}_seconds"] = round(time.monotonic() - start, 1)
-                result[f"{label}_frames"] = sum(c["sent"] for c in counts)
-                result[f"{label}_connections"] = sum(c["connections"] for c in counts)
+                windows[label].append((start, time.monotonic()))
+                result[f"{label}_seconds"] = round(result[f"{label}_seconds"] + time.monotonic() - start, 1)
+                result[f"{label}_frames"] += sum(c["sent"] for c in counts)
+                result[f"{label}_connections"] += sum(c["connections"] for c in counts)
                 sample_until(time.monotonic() + 0.5, servers)
         else:
             start = time.monotonic()
@@ -330,6 +343,9 @@ def run_scenario(name: str, args: argparse.Namespace, options: set[str], workdir
         result["tracebacks"] = sum(s.tracebacks() for s in servers)
         result["rss_max_mb"] = round(server.rss_max_mb, 1)
         result["rates"] = {label: round(rate(good["acks"], *window), 1) for label, window in phases.items()}
+        for label, spans in windows.items():
+            acked = sum(rate(good["acks"], start, end) * (end - start) for start, end in spans)
+            result["rates"][label] = round(acked / max(sum(end - start for start, end in spans), 1e-9), 1)
         lookups = [lat for t, lat in good["routes"] if t0 <= t < phases["after"][1]]
         result["route_lookups"] = len(lookups)
         result["route_unanswered"] = sum(lat is None or lat > ROUTE_LIMIT_S for lat in lookups)
@@ -420,6 +436,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--frames", type=int, default=100_000, help="fuzz frames per fuzzed server (default 100000)")
     parser.add_argument("--fuzz-seconds", type=float, default=0.0,
                         help="what the fuzz frames are spread over, per fuzzed server (default --seconds)")
+    parser.add_argument("--fuzz-rounds", type=int, default=4,
+                        help="rounds per fuzzed server, alternating control and attack (default 4)")
     parser.add_argument("--serve-args", default="", help="extra arguments for rocketspec serve")
     parser.add_argument("--port-base", type=int, default=0,
                         help="name server port of the first server (its broker: +10, the fuzz control: +100); "
@@ -430,10 +448,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="one JSON object per scenario")
     parser.add_argument("--check", action="store_true", help="exit 1 when an acceptance criterion fails")
     args = parser.parse_args(argv)
-    if args.seconds <= 0 or min(args.fuzz_seconds, args.frames, args.idle_conns, args.idle_seconds) < 0 \
+    if args.seconds <= 0 or args.fuzz_rounds < 1 or \
+            min(args.fuzz_seconds, args.frames, args.idle_conns, args.idle_seconds) < 0 \
             or not 0 <= args.port_base < 65_000:
-        parser.error("--seconds must be positive, --fuzz-seconds, --frames, --idle-seconds and --idle-conns not "
-                     "negative, --port-base a port")
+        parser.error("--seconds and --fuzz-rounds must be positive, --fuzz-seconds, --frames, --idle-seconds and "
+                     "--idle-conns not negative, --port-base a port")
     try:
         shlex.split(args.serve_args)
     except ValueError as error:

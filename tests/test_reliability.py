@@ -86,4 +86,4 @@ def test_bad_options_are_refused_in_one_line(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as exit_info:
         harness.main(["--seconds", "0"])
     assert exit_info.value.code == 2
-    assert "--seconds must be positive" in capsys.readouterr().err
+    assert "--seconds and --fuzz-rounds must be positive" in capsys.readouterr().err
