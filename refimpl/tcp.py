@@ -411,12 +411,12 @@ class _Protocol(asyncio.BufferedProtocol):
             log.info("%s: closing %s: %s", self.endpoint.node, channel.remote_addr, error)
             self.endpoint.frame_errors += 1
             guard.held(channel, 0)
-            channel.transport.pause_reading()
             if dispatched:
                 # Close behind the answers to the whole frames that came first (the loop runs them in order).
+                channel.transport.pause_reading()
                 self.endpoint.runtime.call_soon(channel.close)
             else:
-                channel.transport.close()
+                channel.transport.abort()  # nothing to answer: no need to wait for a write
             return
         guard.held(channel, self.reader.pending)
 
