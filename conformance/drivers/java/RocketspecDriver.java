@@ -177,6 +177,7 @@ public final class RocketspecDriver {
         consumer.setNamesrvAddr(env("ROCKETSPEC_NAMESRV", "127.0.0.1:9876"));
         consumer.setInstanceName(env("ROCKETSPEC_INSTANCE", "rocketspec-" + ProcessHandle.current().pid()));
         consumer.setVipChannelEnabled(false);
+        consumer.setMqClientApiTimeout(Integer.parseInt(env("ROCKETSPEC_API_TIMEOUT_MS", "3000")));
         consumer.subscribe(env("ROCKETSPEC_TOPIC", "TopicTest"), env("ROCKETSPEC_SUBSCRIPTION", "*"));
         consumer.setMessageModel(MessageModel.valueOf(env("ROCKETSPEC_MESSAGE_MODEL", "CLUSTERING")));
         String from = env("ROCKETSPEC_CONSUME_FROM", "first");
@@ -235,6 +236,7 @@ public final class RocketspecDriver {
         producer.setNamesrvAddr(env("ROCKETSPEC_NAMESRV", "127.0.0.1:9876"));
         producer.setInstanceName(env("ROCKETSPEC_INSTANCE", "rocketspec-" + ProcessHandle.current().pid()));
         producer.setVipChannelEnabled(false);
+        producer.setMqClientApiTimeout(Integer.parseInt(env("ROCKETSPEC_API_TIMEOUT_MS", "3000")));
         producer.setSendMsgTimeout(Integer.parseInt(env("ROCKETSPEC_SEND_TIMEOUT_MS", "3000")));
         int retries = Integer.parseInt(env("ROCKETSPEC_RETRIES", "2"));
         producer.setRetryTimesWhenSendFailed(retries);
