@@ -123,6 +123,14 @@ class Resources:
         return [(key, self.perms[key]) for key in java_hashmap_order(list(self.perms))]
 
 
+def _objects(container: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    """The list of JSON objects under ``key`` (none when absent); anything else is a parse failure, as fastjson's."""
+    value = container.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise AclDenied(f"syntax error, {key} is not a list of objects", FRAME_PARSE)
+    return value
+
+
 def _heartbeat_resources(body: bytes | None, out: Resources) -> None:
     if not body:
         raise AclDenied(NULL_BODY_MESSAGE, FRAME_PARSE)
@@ -132,16 +140,10 @@ def _heartbeat_resources(body: bytes | None, out: Resources) -> None:
         raise AclDenied(f"syntax error, {error}", FRAME_PARSE) from None
     if not isinstance(data, dict):
         raise AclDenied(NOT_AN_OBJECT_MESSAGE, FRAME_PARSE)
-    consumers = data.get("consumerDataSet") or []
-    if not isinstance(consumers, list) or not all(isinstance(c, dict) for c in consumers):
-        raise AclDenied("syntax error, consumerDataSet is not a list of objects", FRAME_PARSE)
-    for consumer in consumers:
+    for consumer in _objects(data, "consumerDataSet"):
         group = consumer.get("groupName")
         out.add_group(group if isinstance(group, str) else None, AclPerm.SUB)
-        subscriptions = consumer.get("subscriptionDataSet") or []
-        if not isinstance(subscriptions, list) or not all(isinstance(s, dict) for s in subscriptions):
-            raise AclDenied("syntax error, subscriptionDataSet is not a list of objects", FRAME_PARSE)
-        for subscription in subscriptions:
+        for subscription in _objects(consumer, "subscriptionDataSet"):
             topic = subscription.get("topic")
             out.add(topic if isinstance(topic, str) else None, AclPerm.SUB)
 
