@@ -28,6 +28,7 @@ import itertools
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -68,6 +69,9 @@ class WireFrame:
     from_client: bool
     command: RemotingCommand
     ts_ms: int
+    #: ``time.monotonic()`` when a client's frame was read off the socket (None for frames the server sent).
+    #: Requests of different executors run out of arrival order, as in RocketMQ; this keeps the order they came in.
+    received_at: float | None = None
 
 
 #: Bind addresses meaning "every interface": clients must be given this machine's address instead.
@@ -189,6 +193,8 @@ class TcpChannel:
         self.frame_started = 0.0
         self.partial = 0
         self.unsent = 0
+        # Set on the socket thread by the first frame handed on: until then the runtime loop has never seen it.
+        self.dispatched = False
 
     @property
     def active(self) -> bool:
@@ -357,14 +363,6 @@ class _Protocol(asyncio.BufferedProtocol):
         channel = TcpChannel(self.endpoint, transport)
         limits = self.endpoint.limits
         transport.set_write_buffer_limits(high=limits.write_high_water, low=limits.write_low_water)
-        sock = transport.get_extra_info("socket")
-        if sock is not None and limits.socket_send_buffer:
-            # The kernel would otherwise absorb megabytes of answers for a client that does not read, and the
-            # server would go on working for it that long before its backpressure begins.
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, limits.socket_send_buffer)
-            except OSError:
-                pass
         if not self.endpoint.guard.admit(channel):
             transport.abort()
             return
@@ -427,6 +425,11 @@ class _Protocol(asyncio.BufferedProtocol):
         channel.lost = True
         self.endpoint.guard.left(channel)
         self.endpoint.connections.discard(channel)
+        if not channel.dispatched:
+            # Nothing of it ever reached the runtime loop (garbage, or a connection that never spoke): there is
+            # nobody to tell, and a connection churning attacker costs the loop nothing.
+            channel._open = False
+            return
         self.endpoint.runtime.call_soon(channel.closed)
 
 
@@ -481,6 +484,15 @@ class TcpEndpoint:
     async def _bind(self, host: str, port: int) -> int:
         server = await self.wire.loop.create_server(lambda: _Protocol(self), host, port, reuse_address=True,
                                                     start_serving=False)
+        if self.limits.socket_send_buffer:
+            # The kernel would otherwise absorb megabytes of answers for a client that does not read, and the
+            # server would go on working for it that long before its backpressure begins. Accepted sockets take
+            # the listener's buffer size (Linux), which spares a system call per connection.
+            for sock in server.sockets:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.limits.socket_send_buffer)
+                except OSError:
+                    pass
         self._servers.append(server)
         return int(server.sockets[0].getsockname()[1])
 
@@ -537,10 +549,12 @@ class TcpEndpoint:
     def received(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType, size: int) -> None:
         """A decoded frame: queue it for its executor, or answer SYSTEM_BUSY when the queue is full."""
         assert self._queues is not None
+        channel.dispatched = True
         counted = not command.is_response
+        received_at = time.monotonic()
 
         def run() -> None:
-            self.arrived(channel, command, serialize)
+            self.arrived(channel, command, serialize, received_at)
             if counted:
                 channel.ran()
 
@@ -583,12 +597,13 @@ class TcpEndpoint:
             self.observe(channel, command, from_client=True)
             self.observe(channel, busy, from_client=False)
 
-    def observe(self, channel: TcpChannel, command: RemotingCommand, *, from_client: bool) -> None:
+    def observe(self, channel: TcpChannel, command: RemotingCommand, *, from_client: bool,
+                received_at: float | None = None) -> None:
         if self.observer is None:
             return
         try:
             self.observer(WireFrame(channel.id, self.node, channel.remote_addr, channel.local_addr, from_client,
-                                    command, self.runtime.now_ms()))
+                                    command, self.runtime.now_ms(), received_at))
         except Exception:  # an observer's bug must not take the server down
             log.exception("wire observer failed")
 
@@ -601,9 +616,10 @@ class TcpEndpoint:
         except Exception:
             log.exception("wire observer failed")
 
-    def _accepted(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
+    def _accepted(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType,
+                  received_at: float | None) -> None:
         """Bookkeeping of a request taken from its queue: observed, and its answer's serialize type kept."""
-        self.observe(channel, command, from_client=True)
+        self.observe(channel, command, from_client=True, received_at=received_at)
         channel.serialize = serialize
         if not command.is_oneway:
             channel._serialize_of[command.opaque] = serialize
@@ -615,7 +631,7 @@ class TcpEndpoint:
         """BrokerFastFailure: the request waited too long in its queue; it is answered SYSTEM_BUSY, not run."""
         if not channel.active or command.is_response:
             return
-        self._accepted(channel, command, serialize)
+        self._accepted(channel, command, serialize, None)
         if not command.is_oneway:
             channel.send_response(command.response(
                 ResponseCode.SYSTEM_BUSY, remark=TIMEOUT_CLEAN_QUEUE_REMARK.format(waited=waited_ms, size=size)))
@@ -626,14 +642,15 @@ class TcpEndpoint:
         channel._serialize_of.pop(command.opaque, None)
         channel._lost_answers.discard(command.opaque)
 
-    def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType) -> None:
+    def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType,
+                received_at: float | None = None) -> None:
         if not channel.active or channel.lost:
             return
         if command.is_response:
-            self.observe(channel, command, from_client=True)
+            self.observe(channel, command, from_client=True, received_at=received_at)
             channel.response_arrived(command)
             return
-        self._accepted(channel, command, serialize)
+        self._accepted(channel, command, serialize, received_at)
         server = self.resolve()
         if server is None:
             channel.close()

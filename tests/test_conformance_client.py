@@ -127,9 +127,8 @@ BROKEN: dict[str, tuple[list[tuple[str, str]], str]] = {
         "client/send/round-robin-queue-list"),
     # Retries a send answered with a non-OK SendStatus on another broker: SEND-6.
     "retries-not-store-ok": (
-        [("producer.setVipChannelEnabled(false);\n        producer.setSendMsgTimeout",
-          "producer.setVipChannelEnabled(false);\n        producer.setRetryAnotherBrokerWhenNotStoreOK(true);\n"
-          "        producer.setSendMsgTimeout")],
+        [("        producer.setSendMsgTimeout(",
+          "        producer.setRetryAnotherBrokerWhenNotStoreOK(true);\n        producer.setSendMsgTimeout(")],
         "client/send/flush-disk-timeout-returned"),
     # Starts a new group at the first offset whatever ROCKETSPEC_CONSUME_FROM says: REB-13.
     "always-consume-from-first": (

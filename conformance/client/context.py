@@ -10,6 +10,7 @@ from :meth:`ClientContext.answer`, which makes a broker answer a chosen request 
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import threading
@@ -147,11 +148,13 @@ class ClientContext(CaseChecks):
     def _observe(self, wire: WireFrame) -> None:
         if wire.client_addr in self._suite_addrs:
             return
-        frame = Frame(round(time.monotonic() - self.started, 3), wire.connection, wire.node, wire.client_addr,
+        # A request counts from when it came in, not from when its executor ran it: the order a client sent in.
+        seen = wire.received_at if wire.received_at is not None else time.monotonic()
+        frame = Frame(round(seen - self.started, 3), wire.connection, wire.node, wire.client_addr,
                       wire.from_client, wire.command)
         key = (wire.connection, wire.command.opaque)
         with self._lock:
-            self._frames.append(frame)
+            bisect.insort_right(self._frames, frame, key=_seen_at)
             if wire.from_client and not wire.command.is_response and wire.command.code in _QUIET_CODES:
                 self._quiet.add(key)
                 return
@@ -328,6 +331,10 @@ class ClientContext(CaseChecks):
     def abort(self) -> None:
         self.aborted = True
         self.close()
+
+
+def _seen_at(frame: Frame) -> float:
+    return frame.at_s
 
 
 def _env_text(value: object) -> str:

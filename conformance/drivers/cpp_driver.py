@@ -337,9 +337,24 @@ class Stop:
         return self.event.is_set()
 
 
+def park_aborting_threads() -> None:
+    """From now on a thread that calls abort() stops there instead of taking the process down.
+
+    librocketmq's shutdown sometimes lets ``boost::thread_interrupted`` escape one of its own threads, and
+    std::terminate aborts the process (apache/rocketmq-client-cpp issues 202 and 335). By then the events are
+    written and the offsets persisted or not, which the cases check on the wire; the driver still reports the
+    crash on stderr (the terminate message) but exits as the contract says. Armed only for shutdown."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.signal.restype = ctypes.c_void_p
+    libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    # pause() as the handler: the aborting thread sleeps in it for good; the others go on to exit.
+    libc.signal(signal.SIGABRT, ctypes.cast(libc.pause, ctypes.c_void_p).value)
+
+
 def shutdown(stop_client: Callable[[], None]) -> None:
     """The client's shutdown on a helper thread, given up after SHUTDOWN_BUDGET_S (then the process just leaves)."""
     errors: list[str] = []
+    park_aborting_threads()
 
     def run() -> None:
         try:
