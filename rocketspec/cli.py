@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rocketspec import __version__, conformance_cli, serving
-from rocketspec.argtypes import positive_float, positive_int
+from rocketspec.argtypes import non_negative_int, positive_float, positive_int
+from rocketspec.contracts import CONDITION_TIMEOUT_S, UNINTERESTING_ITERATIONS
 from rocketspec.serving import ServeError
 from rocketspec.spec import AREAS, area_module
 
@@ -41,6 +42,7 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         crosshair=not args.no_crosshair,
         explorer=not args.no_explore,
         per_condition_timeout=args.crosshair_timeout,
+        crosshair_iterations=args.crosshair_iterations,
         max_states=args.max_states,
         jobs=args.jobs,
     )
@@ -161,8 +163,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     check.add_argument("areas", nargs="*", metavar="AREA", help=f"areas to check (default all: {', '.join(AREAS)})")
-    check.add_argument("--crosshair-timeout", type=positive_float, default=4.0, metavar="SECONDS",
-                       help="CrossHair's time per condition (default 4)")
+    check.add_argument("--crosshair-timeout", type=positive_float, default=CONDITION_TIMEOUT_S, metavar="SECONDS",
+                       help=f"CrossHair's CPU time per condition at most (default {CONDITION_TIMEOUT_S:g})")
+    check.add_argument("--crosshair-iterations", type=non_negative_int, default=UNINTERESTING_ITERATIONS,
+                       metavar="N", help="leave a condition after N iterations that reach no new code; 0: only at "
+                       f"the timeout (default {UNINTERESTING_ITERATIONS})")
     check.add_argument("--max-states", type=positive_int, default=2_000_000, metavar="N",
                        help="stop exploring an area after N states; an incomplete exploration fails (default 2000000)")
     check.add_argument("--jobs", type=positive_int, default=2, metavar="N",

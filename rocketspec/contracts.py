@@ -15,6 +15,13 @@ from collections.abc import Sequence
 
 import attrs
 
+#: CrossHair's CPU seconds per condition in ``spec check`` (``--crosshair-timeout``).
+CONDITION_TIMEOUT_S = 4.0
+#: A condition is left after this many consecutive iterations that reach no new code (``--crosshair-iterations``).
+#: With the timeout alone, every condition CrossHair cannot confirm takes the whole timeout, most of the check's time;
+#: the mutant tests run with these same settings, so they show what the main check catches.
+UNINTERESTING_ITERATIONS = 40
+
 _LINE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): (?P<level>error|info|warning): (?P<message>.*)$")
 
 
@@ -60,11 +67,13 @@ class CrosshairRun:
 
 def run_crosshair(
     target: str,
-    per_condition_timeout: float = 4.0,
+    per_condition_timeout: float = CONDITION_TIMEOUT_S,
     extra_paths: Sequence[str] = (),
     timeout: float = 900.0,
+    max_uninteresting_iterations: int = UNINTERESTING_ITERATIONS,
 ) -> CrosshairRun:
-    """Run ``crosshair check --report_all`` on ``target`` (a module or ``module.function``)."""
+    """Run ``crosshair check --report_all`` on ``target`` (a module or ``module.function``); a condition ends at
+    ``per_condition_timeout`` or after ``max_uninteresting_iterations`` iterations without progress (0: never)."""
     env = dict(os.environ)
     if extra_paths:
         env["PYTHONPATH"] = os.pathsep.join([*extra_paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -72,6 +81,8 @@ def run_crosshair(
         sys.executable, "-m", "crosshair", "check", target,
         "--report_all", f"--per_condition_timeout={per_condition_timeout}",
     ]
+    if max_uninteresting_iterations:
+        cmd.append(f"--max_uninteresting_iterations={max_uninteresting_iterations}")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import attrs
 
-from rocketspec.contracts import CrosshairRun, run_crosshair
+from rocketspec.contracts import CONDITION_TIMEOUT_S, UNINTERESTING_ITERATIONS, CrosshairRun, run_crosshair
 from rocketspec.spec import AREAS, area_module
 from rocketspec.spec.clauses import Clause, ClauseTable, Oracle
 from rocketspec.spec.explorer import Exploration, Invariant, StepInvariant, explore
@@ -213,7 +213,8 @@ def check_areas(
     *,
     crosshair: bool = True,
     explorer: bool = True,
-    per_condition_timeout: float = 4.0,
+    per_condition_timeout: float = CONDITION_TIMEOUT_S,
+    crosshair_iterations: int = UNINTERESTING_ITERATIONS,
     max_states: int = 2_000_000,
     jobs: int = 2,
 ) -> list[AreaReport]:
@@ -223,7 +224,8 @@ def check_areas(
         runs: dict[str, Future[CrosshairRun]] = {}
         if crosshair:
             for area in areas:
-                runs[area] = pool.submit(run_crosshair, modules[area].__name__, per_condition_timeout)
+                runs[area] = pool.submit(run_crosshair, modules[area].__name__, per_condition_timeout,
+                                          max_uninteresting_iterations=crosshair_iterations)
         explorations: dict[str, tuple[Exploration | None, float]] = {}
         for area in areas:
             if explorer:

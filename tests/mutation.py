@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from types import ModuleType
 
-from rocketspec.contracts import CrosshairRun, run_crosshair
+from rocketspec.contracts import CONDITION_TIMEOUT_S, CrosshairRun, run_crosshair
 
 _counter = itertools.count()
 _root = Path(tempfile.mkdtemp(prefix="rocketspec-mutants-"))
@@ -39,8 +39,9 @@ def mutant(module: ModuleType, old: str, new: str) -> ModuleType:
     return mod
 
 
-def crosshair_mutant(mod: ModuleType, function: str, per_condition_timeout: float = 10.0) -> CrosshairRun:
-    """Run CrossHair on one function of a mutant module."""
+def crosshair_mutant(mod: ModuleType, function: str,
+                     per_condition_timeout: float = CONDITION_TIMEOUT_S) -> CrosshairRun:
+    """Run CrossHair on one function of a mutant module, with the settings of ``spec check``."""
     return run_crosshair(f"{mod.__name__}.{function}", per_condition_timeout, extra_paths=[str(_root)])
 
 

@@ -49,9 +49,6 @@ DEPARTURES: dict[str, tuple[str, str]] = {
     "client/pull/offset-moved-drops-queue": (
         "PULL-22", "OFFSET_ILLEGAL: the offset store takes nextBeginOffset and the request pulls again there at once; "
                    "the queue is not dropped, so what is persisted is the offset after consuming, not nextBeginOffset"),
-    "client/offsets/persist-on-queue-removal": (
-        "REB-10", "the client rebalances only on its timer (it ignores NOTIFY_CONSUMER_IDS_CHANGED): the new owner "
-                  "pulls a moved queue from the old stored offset before the leaving consumer persisted it"),
     "client/send/finished-send-no-further-attempt": (
         "SEND-13", "a selection advances the shared counter once and probes from a local copy, so a retry (and the "
                    "sends after it) take other queues than the Java round robin"),
@@ -65,6 +62,15 @@ DEPARTURES: dict[str, tuple[str, str]] = {
 
 
 
+
+# Case -> (clause, what was seen): a departure seen only sometimes; the case passes or departs.
+INTERMITTENT: dict[str, tuple[str, str]] = {
+    "client/offsets/persist-on-queue-removal": (
+        "OFF-19", "the client rebalances only on its timer (ROCKETSPEC_ONS_REBALANCE_MS, 1 s; it ignores "
+                  "NOTIFY_CONSUMER_IDS_CHANGED). The case holds the new owner's offset queries 1 s, so the leaving "
+                  "consumer usually persists first; when its timer comes later, the new owner pulls a moved queue "
+                  "from the old stored offset and messages are consumed twice"),
+}
 
 @pytest.fixture(scope="module")
 def driver_command() -> list[str]:
@@ -81,11 +87,11 @@ def results(driver_command: list[str]) -> dict[str, CaseResult]:
 
 @pytest.mark.parametrize("case_id", [case.id for case in CLIENT_CASES])
 def test_case_ends_as_documented(results: dict[str, CaseResult], case_id: str) -> None:
-    assert_ends_as_documented(results[case_id], UNSUPPORTED, DEPARTURES)
+    assert_ends_as_documented(results[case_id], UNSUPPORTED, DEPARTURES, INTERMITTENT)
 
 
 def test_tables_name_existing_cases() -> None:
-    assert_tables_name_cases(UNSUPPORTED, DEPARTURES)
+    assert_tables_name_cases(UNSUPPORTED, DEPARTURES, INTERMITTENT)
 
 
 def _run_driver(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -174,8 +174,13 @@ def broadcasting_drops_failures(ctx: ClientContext) -> None:
 def retry_copy_not_before_its_delay(ctx: ClientContext) -> None:
     """The listener answers RECONSUME_LATER to the first delivery; the send-back asks for the context's delay level
     (0: the broker takes 3 + reconsumeTimes, RETRY-15). The copy is stored no earlier than the send-back request,
-    so the message comes back no earlier than delay(level) after that request (RETRY-26)."""
+    so the message comes back no earlier than delay(level) after that request (RETRY-26).
+
+    The group's %RETRY% topic exists before the consumer starts, as for a group that consumed before: the route of
+    a retry topic the heartbeat creates reaches a client only at its next name server poll (30 s in the Java
+    client), which would decide when the copy comes instead of its delay."""
     topic, group = ctx.topic(1, brokers=[BROKER_A]), ctx.group()
+    ctx.cluster.create_topic(RETRY_GROUP_TOPIC_PREFIX + group, 1, brokers=[BROKER_A])
     ctx.put_messages(topic, BROKER_A, 0, 1)
     consumer = ctx.start("consumer", topic=topic, group=group, consume_result="later-once")
     back = ctx.wait_requests(RequestCode.CONSUMER_SEND_MSG_BACK, 1, WAIT_S, what="the failed message sent back")[0]
@@ -282,8 +287,10 @@ def send_back_copy_counts_from_stored(ctx: ClientContext) -> None:
     """The listener always answers RECONSUME_LATER. The first CONSUMER_SEND_MSG_BACK fails and so does the fallback
     send: the message is consumed again locally with reconsumeTimes 1 (RETRY-17). Its send-back then succeeds: the
     broker builds the copy from the stored message (reconsumeTimes 0) + 1 (RETRY-9), so the local raise is lost and
-    the copy is delivered with reconsumeTimes 1 again (RETRY-18)."""
+    the copy is delivered with reconsumeTimes 1 again (RETRY-18). The group's %RETRY% topic exists from the start
+    (see retry-copy-not-before-its-delay)."""
     topic, group = ctx.topic(1, brokers=[BROKER_A]), ctx.group()
+    ctx.cluster.create_topic(RETRY_GROUP_TOPIC_PREFIX + group, 1, brokers=[BROKER_A])
     ctx.put_messages(topic, BROKER_A, 0, 1)
     ctx.faults.fail("*", "CONSUMER_SEND_MSG_BACK", code="SYSTEM_ERROR", times=1)
     ctx.faults.fail("*", "SEND_MESSAGE", code="SYSTEM_ERROR")
