@@ -26,13 +26,19 @@ import asyncio
 import collections
 import itertools
 import logging
+import os
 import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
+
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - the platforms without uvloop wheels (Windows)
+    uvloop = None
 
 from rocketspec.refimpl.connections import HELD, INFLIGHT, WRITE, ConnectionGuard
 from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
@@ -102,11 +108,24 @@ class WireObserver(Protocol):
     def __call__(self, frame: WireFrame) -> None: ...
 
 
+#: Set to ``asyncio`` to serve on asyncio's own loop even where uvloop is installed.
+LOOP_ENV = "ROCKETSPEC_ASYNCIO_LOOP"
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (Linux and macOS wheels; the default install pulls it in there), else
+    asyncio's. Its accepts, reads, writes and closes are C: under a connection-churning flood of garbage they leave
+    the interpreter lock to the clients that speak the protocol (docs/benchmarks.md, reliability)."""
+    if uvloop is not None and os.environ.get(LOOP_ENV) != "asyncio":
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
 class WireLoop:
     """An asyncio event loop running in a daemon thread, for the sockets."""
 
     def __init__(self, name: str = "rocketspec-wire") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         # Calls from other threads, run in order by one wake-up of the loop however many there are (each wake-up
         # is a write to the loop's self-pipe: one per answer would cost a system call each).
         self._posted: collections.deque[Callable[[], Any]] = collections.deque()
@@ -359,7 +378,7 @@ class _Protocol(asyncio.BufferedProtocol):
         self.data_received(self.endpoint.read_buffer[:nbytes])
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)  # uvloop's TCPTransport is one without subclassing it
         channel = TcpChannel(self.endpoint, transport)
         limits = self.endpoint.limits
         transport.set_write_buffer_limits(high=limits.write_high_water, low=limits.write_low_water)

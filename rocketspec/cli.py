@@ -12,8 +12,10 @@ from pathlib import Path
 from rocketspec import __version__, conformance_cli, serving
 from rocketspec.argtypes import non_negative_int, positive_float, positive_int
 from rocketspec.contracts import CONDITION_TIMEOUT_S, UNINTERESTING_ITERATIONS
+from rocketspec.progress import ProgressLine
 from rocketspec.serving import ServeError
 from rocketspec.spec import AREAS, area_module
+from rocketspec.traces.engine import AUTO, ENGINES
 
 
 class UsageError(Exception):
@@ -96,32 +98,38 @@ def cmd_spec_oracles(args: argparse.Namespace) -> int:
 
 
 def cmd_traces_check(args: argparse.Namespace) -> int:
+    from rocketspec.traces.engine import PYTHON, choose_engine, is_remote
     from rocketspec.traces.report import format_report
     from rocketspec.traces.schema import SchemaError
 
-    source = Path(args.trace)
-    if not source.exists():
+    source: str | Path = args.trace if is_remote(args.trace) else Path(args.trace)
+    if isinstance(source, Path) and not source.exists():
         raise UsageError(f"no trace at {source}")
     if args.report is not None:
         parent = Path(args.report).resolve().parent
         if not parent.is_dir():
             raise UsageError(f"cannot write the report: {parent} is not a directory")
     try:
-        if args.engine == "python":
-            if args.master is not None:
-                raise UsageError("--master applies to the spark engine only")
+        engine, why = choose_engine(source, args.engine, args.master)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        if engine == PYTHON:
             from rocketspec.traces.pycheck import check_python
 
-            report = check_python(source)
+            report = check_python(source, progress=ProgressLine("python checker"))
         else:
             from rocketspec.traces.sparkcheck import SparkUnavailable, check_spark
 
             try:
-                report = check_spark(source, master=args.master)
+                report = check_spark(source, master=args.master, progress=ProgressLine("spark checker"))
             except SparkUnavailable as exc:
-                raise UsageError(f"cannot run Spark: {exc}") from None
+                raise UsageError(f"cannot run Spark: {exc}; --engine python checks a local trace without Java") \
+                    from None
     except SchemaError as exc:
         raise UsageError(f"bad trace {source}: {exc}") from None
+    if args.engine == AUTO:
+        print(f"rocketspec: engine {engine} ({why})", file=sys.stderr)
     if args.json:
         print(report.dumps())
     else:
@@ -216,8 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     tcheck.add_argument("trace", metavar="DIR", help="trace directory (or one .parquet / .jsonl file)")
     tcheck.add_argument("--master", metavar="URL",
                         help="Spark master (default local[*]; spark://host:7077, yarn, k8s://..., local[2])")
-    tcheck.add_argument("--engine", choices=("spark", "python"), default="spark",
-                        help="spark (default) or the single-process pure-Python checker")
+    tcheck.add_argument("--engine", choices=ENGINES, default=AUTO,
+                        help="auto (default: the python checker for a trace on this machine, spark with --master, "
+                             "under spark-submit or for a cluster file system URL), spark, or python (one process, "
+                             "no Java)")
     tcheck.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
     tcheck.add_argument("--json", action="store_true", help="print the JSON report instead of tables")
     tcheck.add_argument("--samples", type=positive_int, default=5, metavar="N",

@@ -11,6 +11,7 @@ group change; a stopped broker drops its connections and serves again once resta
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import time
@@ -27,6 +28,7 @@ from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.message import encode_properties
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
+from rocketspec.refimpl.tcp import LOOP_ENV
 from rocketspec.spec.protocol import (
     MAX_FRAME_BYTES,
     RPC_ONEWAY_FLAG,
@@ -47,9 +49,20 @@ TOPIC = "TopicTest"
 _LETTER = {long: letter for letter, long in SEND_MESSAGE_V2_FIELDS.items()}
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[ServedCluster]:
-    with ServedCluster(brokers=2) as cluster:
+@pytest.fixture(scope="module", params=["uvloop", "asyncio"])
+def served(request: pytest.FixtureRequest) -> Iterator[ServedCluster]:
+    """Every test on uvloop's loop (the default where it is installed) and on asyncio's (the fallback)."""
+    before = os.environ.get(LOOP_ENV)
+    os.environ[LOOP_ENV] = request.param
+    try:
+        cluster = ServedCluster(brokers=2)
+    finally:
+        if before is None:
+            os.environ.pop(LOOP_ENV)
+        else:
+            os.environ[LOOP_ENV] = before
+    with cluster:
+        assert type(cluster.wire.loop).__module__.startswith(request.param), type(cluster.wire.loop)
         cluster.create_topic(TOPIC, queues=4)
         yield cluster
 

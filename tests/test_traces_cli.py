@@ -9,6 +9,7 @@ import pytest
 from trace_fixtures import VIOLATIONS, healthy, write_trace_dir
 
 from rocketspec.cli import main
+from rocketspec.traces.engine import choose_engine
 
 
 def test_generate_then_check_with_the_python_engine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,3 +74,42 @@ def test_generate_refuses_bad_arguments(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as exc:
         main(["traces", "generate", "--events", "0", "--out", str(tmp_path / "x")])
     assert exc.value.code == 2
+
+
+def test_auto_takes_the_python_checker_for_a_local_trace_and_says_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_trace_dir({"healthy": healthy()}, tmp_path / "t", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "t"), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["engine"] == "python"
+    assert captured.err == "rocketspec: engine python (auto: the faster engine for a trace on this machine; " \
+                           "--engine spark for Spark)\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "engine", "master", "chosen"),
+    [
+        ("/data/t", "auto", None, "python"),
+        ("file:///data/t", "auto", None, "python"),
+        ("/data/t", "auto", "spark://127.0.0.1:7077", "spark"),
+        ("hdfs:///traces/run-42", "auto", None, "spark"),
+        ("s3a://bucket/t", "spark", None, "spark"),
+        ("/data/t", "spark", None, "spark"),
+        ("/data/t", "python", None, "python"),
+    ],
+)
+def test_choose_engine(monkeypatch: pytest.MonkeyPatch, source: str, engine: str, master: str | None,
+                       chosen: str) -> None:
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    assert choose_engine(source, engine, master)[0] == chosen
+
+
+def test_auto_under_spark_submit_is_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "41000")
+    assert choose_engine("/data/t") == ("spark", "auto: running under spark-submit")
+
+
+def test_the_python_engine_refuses_a_cluster_file_system(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["traces", "check", "hdfs:///traces/run-42", "--engine", "python"]) == 2
+    err = capsys.readouterr().err
+    assert "reads local files only" in err and err.count("\n") == 1

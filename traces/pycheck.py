@@ -886,13 +886,14 @@ def _rows_of(source: str | os.PathLike[str] | Iterable[Mapping[str, Any]]
 
 
 def check_python(source: str | Path | Iterable[Mapping[str, Any]], *,
-                 delay_tables: Mapping[str, Sequence[int]] | None = None) -> Report:
+                 delay_tables: Mapping[str, Sequence[int]] | None = None,
+                 progress: Callable[[str], None] | None = None) -> Report:
     """Check every invariant on a trace directory or file (Parquet or JSON Lines) or on in-memory rows.
 
     ``delay_tables`` gives traces their delay tables by trace id (the manifest's ``delay_levels_ms`` field, which a
     directory's manifest supplies; these entries take precedence); a trace without one ran with the default 18
     levels. Returns a Report (engine ``python``) with one result per invariant in INVARIANTS order; raises
-    SchemaError for bad input.
+    SchemaError for bad input. ``progress`` hears the traces and events checked so far after each trace.
     """
     started = time.perf_counter()
     name, traces, tables = _rows_of(source)
@@ -902,14 +903,14 @@ def check_python(source: str | Path | Iterable[Mapping[str, Any]], *,
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _check(name, traces, tables, started)
+        return _check(name, traces, tables, started, progress)
     finally:
         if collecting:
             gc.enable()
 
 
 def _check(name: str, traces: Iterator[tuple[str, Any]], tables: Mapping[str, tuple[int, ...]],
-           started: float) -> Report:
+           started: float, progress: Callable[[str], None] | None = None) -> Report:
     tallies = {i.name: _Tally() for i in INVARIANTS}
     kinds: Counter[str] = Counter()
     events = count = 0
@@ -918,6 +919,8 @@ def _check(name: str, traces: Iterator[tuple[str, Any]], tables: Mapping[str, tu
         events += trace.run(rows)
         kinds.update(trace.kinds)
         count += 1
+        if progress is not None:
+            progress(f"{count:,} trace(s), {events:,} events checked")
     results = tuple(
         InvariantResult(
             name=i.name,

@@ -17,15 +17,17 @@ default 18 levels: the tables are read on the driver and joined to the sendback 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,7 @@ from pyspark.sql import functions as F
 from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces import invariants as inv
 from rocketspec.traces import reading, schema
+from rocketspec.traces.engine import is_remote
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
 
 ENGINE = "spark"
@@ -128,12 +131,57 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
     )
     if chosen and chosen.startswith("local") and not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         raise SparkUnavailable("no Java: Spark needs a JVM (install Java 17 or set JAVA_HOME)")
-    try:
-        _SESSION = builder.getOrCreate()
-    except Exception as error:  # the JVM did not start or the master refused the application
-        raise SparkUnavailable(_short(error)) from None
+    with _interrupt_deferred() as interrupted:
+        try:
+            session = builder.getOrCreate()
+        except Exception as error:  # the JVM did not start or the master refused the application
+            raise SparkUnavailable(_short(error)) from None
+    if interrupted:
+        _stop_quietly(session)
+        raise KeyboardInterrupt
+    _SESSION = session
     _SESSION.sparkContext.setLogLevel("ERROR")
+    _quiet_interrupts()
     return _SESSION
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[list[int]]:
+    """Ctrl-C while the JVM starts is held until it has started (the list it yields then holds the signal): PySpark
+    leaves the JVM it is launching running when interrupted, and that orphan later prints a Java stack."""
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield caught
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+#: Set by Ctrl-C during a check (see :func:`check_spark`).
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(_signum: int, _frame: Any) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+def _drop_py4j_records(record: logging.LogRecord) -> bool:
+    return "py4j" not in record.pathname
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt and nothing else: PySpark's own SIGINT handler calls the JVM from inside the
+    interrupted call (py4j then fails and logs tracebacks on the root logger, which its errors reach us as exceptions
+    anyway); :func:`check_spark` cancels the jobs and stops Spark itself, quietly."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _on_sigint)
+    root = logging.getLogger()
+    if _drop_py4j_records not in root.filters:
+        root.addFilter(_drop_py4j_records)
 
 
 def _log4j_config() -> Path:
@@ -182,16 +230,11 @@ def _manifest(directory: Path) -> dict[str, Any] | None:
     return manifest
 
 
-def _remote(source: str | Path) -> bool:
-    text = str(source)
-    return "://" in text and not text.startswith("file://")
-
-
 def delay_tables(spark: SparkSession, source: str | Path) -> dict[str, tuple[int, ...]]:
     """The delay tables of the traces at ``source`` by trace id (``reading.delay_tables``: the manifest of a
     directory, or the one next to a single file). On a cluster file system the manifest is read through Spark; when
     it cannot be read (there is none) every trace has the default table."""
-    if not _remote(source):
+    if not is_remote(source):
         return reading.delay_tables(Path(str(source).removeprefix("file://")))
     text = str(source).rstrip("/")
     if text.endswith((".parquet", ".jsonl", ".jsonl.gz", ".json", ".json.gz")):
@@ -223,7 +266,7 @@ def _json_reader(spark: SparkSession):
 def _read_raw(spark: SparkSession, source: str | Path) -> tuple[DataFrame, str]:
     """The rows of ``source`` as Spark reads them, and the format ("parquet" or "jsonl")."""
     text = str(source)
-    if _remote(text):
+    if is_remote(text):
         # A cluster file system: no local listing, so the name decides (a directory is read as Parquet).
         if text.rstrip("/").endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
             return _json_reader(spark).json(text), "jsonl"
@@ -1339,16 +1382,57 @@ def _configure(spark: SparkSession, events: int) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(max(2 * par, min(400, -(-events // 500_000)))))
 
 
+def _stop_quietly(spark: SparkSession) -> None:
+    """Ctrl-C: cancel the jobs and stop Spark without its noise (the JVM logs every task it kills with a stack
+    trace; the caller prints one line)."""
+    with contextlib.suppress(Exception):
+        spark.sparkContext.setLogLevel("OFF")
+    with contextlib.suppress(Exception):
+        spark.sparkContext.cancelAllJobs()
+    with contextlib.suppress(Exception):
+        spark.stop()
+
+
+def _watch_stages(spark: SparkSession, progress: Callable[[str], None], done: list[str], total: int,
+                  stop: threading.Event) -> None:
+    """Tell ``progress`` once a second what Spark is doing: invariants decided, jobs, tasks of the running stages."""
+    tracker = spark.sparkContext.statusTracker()
+    while not stop.wait(1.0):
+        try:
+            stages = [info for info in map(tracker.getStageInfo, tracker.getActiveStageIds()) if info is not None]
+            jobs = len(tracker.getActiveJobsIds())
+        except Exception:  # the context is stopping: nothing more to tell
+            return
+        tasks = sum(info.numCompletedTasks for info in stages), sum(info.numTasks for info in stages)
+        progress(f"{len(done)}/{total} invariants decided; {jobs} job(s) running, tasks {tasks[0]}/{tasks[1]} "
+                 f"of {len(stages)} running stage(s)")
+
+
 def check_spark(source: str | Path, master: str | None = None, *,
-                only: Iterable[str] | None = None) -> Report:
+                only: Iterable[str] | None = None, progress: Callable[[str], None] | None = None) -> Report:
     """Check every invariant of ``invariants.INVARIANTS`` on the trace at ``source`` with Spark.
 
     ``master`` is any Spark master URL (default ``local[*]``; an existing session, e.g. under spark-submit, is
-    reused). ``only`` restricts the run to the named invariants (the report then lists those). Raises
+    reused). ``only`` restricts the run to the named invariants (the report then lists those). ``progress`` hears
+    every second how far the jobs are. Raises
     :class:`~rocketspec.traces.schema.SchemaError` for a missing or empty path and for rows that break the schema.
     """
     started = time.monotonic()
     spark = spark_session(master, small=_small_input(source))
+    _INTERRUPTED.clear()
+    try:
+        return _check(spark, source, only, progress, started)
+    except BaseException:
+        # A Ctrl-C inside a JVM call may come back as any error (py4j turns it into "Answer from Java side is
+        # empty", which loading would report as a bad trace): the signal decides.
+        if _INTERRUPTED.is_set():
+            _stop_quietly(spark)
+            raise KeyboardInterrupt from None
+        raise
+
+
+def _check(spark: SparkSession, source: str | Path, only: Iterable[str] | None,
+           progress: Callable[[str], None] | None, started: float) -> Report:
     names = [i.name for i in inv.INVARIANTS if only is None or i.name in set(only)]
     ev, kinds, traces = load(spark, source)
     try:
@@ -1360,15 +1444,28 @@ def check_spark(source: str | Path, master: str | None = None, *,
     _configure(spark, events)
     checker = _Checker(spark, ev, kinds, traces, tables)
     threads = max(1, int(os.environ.get("ROCKETSPEC_SPARK_THREADS", "2")))
+    decided: list[str] = []
+    stop = threading.Event()
+    if progress is not None:
+        threading.Thread(target=_watch_stages, args=(spark, progress, decided, len(names), stop), daemon=True,
+                         name="rocketspec-progress").start()
+
+    def run(name: str) -> InvariantResult:
+        result = CHECKS[name](checker)
+        decided.append(name)
+        return result
+
     try:
         if threads == 1:
-            results = tuple(CHECKS[name](checker) for name in names)
+            results = tuple(run(name) for name in names)
         else:
             # Jobs of several invariants at once: one invariant's planning and single-task stages leave cores idle
             # that another's tasks can use.
             with ThreadPoolExecutor(threads, thread_name_prefix="rocketspec-check") as pool:
-                results = tuple(pool.map(lambda name: CHECKS[name](checker), names))
+                results = tuple(pool.map(run, names))
     finally:
-        checker.release()
-        ev.unpersist()
+        stop.set()
+        with contextlib.suppress(Exception):  # after Ctrl-C the context is gone: nothing left to release
+            checker.release()
+            ev.unpersist()
     return Report(str(source), ENGINE, events, traces, results, time.monotonic() - started)

@@ -1,0 +1,85 @@
+"""Ctrl-C during a Spark check ends it with one line and exit 130: no Python traceback, no Java stack, no JVM left.
+
+The command runs in its own process group and gets SIGINT as a terminal's Ctrl-C sends it, once while the JVM is
+starting and once while the checks run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+JAVA = shutil.which("java") or os.environ.get("JAVA_HOME")
+pytestmark = pytest.mark.skipif(not JAVA, reason="Spark needs Java")
+ROCKETSPEC = [sys.executable, "-m", "rocketspec"]
+WAIT_S = 120.0
+
+
+def _java_children(pid: int) -> list[int]:
+    """Java processes whose parent is ``pid`` (the JVM PySpark launched)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and b"java" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("interrupt") / "trace"
+    subprocess.run([*ROCKETSPEC, "traces", "generate", "--events", "40000", "--shards", "2", "--seed", "11",
+                    "--faults", "heavy", "--out", str(out)], check=True, capture_output=True, timeout=WAIT_S)
+    return out
+
+
+@pytest.mark.parametrize("when", ["jvm-starting", "checking"])
+def test_ctrl_c_ends_a_spark_check_with_one_line(trace: Path, when: str) -> None:
+    proc = subprocess.Popen([*ROCKETSPEC, "traces", "check", str(trace), "--engine", "spark"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    jvms: list[int] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not jvms and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            jvms = _java_children(proc.pid)
+        assert jvms, "the JVM never started"
+        if when == "checking":
+            # Spark's jobs run once the session is up: the first broadcast of the JVM's log says so.
+            time.sleep(8.0)
+        assert proc.poll() is None, "the check ended before it could be interrupted"
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert out == ""
+    assert err.rstrip().endswith("rocketspec: interrupted"), err
+    assert "Traceback" not in err and "\tat " not in err and "Exception" not in err, err
+    deadline = time.monotonic() + 30.0
+    while any(map(_alive, jvms)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_alive, jvms)), "the JVM outlived the command"
