@@ -15,10 +15,14 @@ AUTO, SPARK, PYTHON = "auto", "spark", "python"
 ENGINES = (AUTO, SPARK, PYTHON)
 
 
+def is_url(source: str | os.PathLike[str]) -> bool:
+    """A URL (``scheme://...``), not a path: ``Path`` would make ``hdfs://nn/x`` the directory ``hdfs:/nn/x``."""
+    return "://" in os.fspath(source)
+
+
 def is_remote(source: str | os.PathLike[str]) -> bool:
     """A URL of a file system other than this machine's (``file://`` is local)."""
-    text = os.fspath(source)
-    return "://" in text and not text.startswith("file://")
+    return is_url(source) and not os.fspath(source).startswith("file://")
 
 
 def choose_engine(source: str | os.PathLike[str], engine: str = AUTO, master: str | None = None) -> tuple[str, str]:

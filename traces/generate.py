@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from rocketspec.argtypes import non_negative_int, positive_int
+from rocketspec.traces.engine import is_url
 from rocketspec.traces.recording import FORMATS, TraceWriteError, write_manifest
 from rocketspec.traces.schema import MANIFEST, SETTLED
 from rocketspec.traces.workload import PROFILES, ShardResult, ShardSpec, run_shard
@@ -78,7 +79,12 @@ def _is_trace_output(path: Path) -> bool:
 
 def prepare_output(out: str | os.PathLike[str], *, force: bool = False) -> Path:
     """The output directory, created if missing. A non-empty one is refused unless ``force``, which removes the
-    traces a previous generation wrote there (and refuses a directory holding anything else)."""
+    traces a previous generation wrote there (and refuses a directory holding anything else). A URL (``hdfs://``,
+    ``s3a://``, ...) is refused: shards write with local file I/O, so on a cluster ``out`` is a shared directory
+    mounted at the same path on the driver and every executor."""
+    if is_url(out):
+        raise GenerateError(f"--out {os.fspath(out)}: a URL; give a directory path (on a cluster, a shared directory "
+                            "mounted at the same path on every node)")
     path = Path(out)
     if path.exists() and not path.is_dir():
         raise GenerateError(f"--out {path} exists and is not a directory")
