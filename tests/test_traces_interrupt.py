@@ -22,8 +22,8 @@ ROCKETSPEC = [sys.executable, "-m", "rocketspec"]
 WAIT_S = 120.0
 
 
-def _java_children(pid: int) -> list[int]:
-    """Java processes whose parent is ``pid`` (the JVM PySpark launched)."""
+def _children(pid: int, word: bytes) -> list[int]:
+    """Processes whose parent is ``pid`` and whose command line holds ``word``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -33,9 +33,19 @@ def _java_children(pid: int) -> list[int]:
             command = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == pid and b"java" in command:
+        if int(fields[1]) == pid and word in command:
             found.append(int(entry.name))
     return found
+
+
+def _java_children(pid: int) -> list[int]:
+    """The JVM PySpark launched for process ``pid``."""
+    return _children(pid, b"java")
+
+
+def _python_workers_started(jvm: int) -> bool:
+    """The JVM started its Python workers: the checks' first UDF runs, many stages before the end."""
+    return bool(_children(jvm, b"pyspark"))
 
 
 def _alive(pid: int) -> bool:
@@ -66,8 +76,9 @@ def test_ctrl_c_ends_a_spark_check_with_one_line(trace: Path, when: str) -> None
             jvms = _java_children(proc.pid)
         assert jvms, "the JVM never started"
         if when == "checking":
-            # Spark's jobs run once the session is up: the first broadcast of the JVM's log says so.
-            time.sleep(8.0)
+            while not _python_workers_started(jvms[0]) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _python_workers_started(jvms[0]), "the checks never started"
         assert proc.poll() is None, "the check ended before it could be interrupted"
         os.killpg(proc.pid, signal.SIGINT)
         out, err = proc.communicate(timeout=WAIT_S)
