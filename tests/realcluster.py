@@ -63,7 +63,9 @@ SERVED_OPTIONS: dict[str, Any] = {
 START_TIMEOUT_S = 180
 ADMIN_TIMEOUT_S = 120
 SCENARIO_TIMEOUT_S = 120
-JAVA_OPTS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
+# -XX:-UsePerfData: no /tmp/hsperfdata file, whose "locked by another process" warning a JVM prints on stdout when
+# a PID is reused across the machine's containers (it once came before a scenario's READY line).
+JAVA_OPTS = ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto", "-XX:-UsePerfData")
 
 
 def rocketmq_home() -> Path | None:
