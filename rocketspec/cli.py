@@ -97,6 +97,12 @@ def cmd_spec_oracles(args: argparse.Namespace) -> int:
     return 0
 
 
+def _watched(line: ProgressLine) -> ProgressLine | None:
+    """The line where someone watches; else nothing, so a checker does no work to report progress (Spark's is a
+    thread polling the status tracker)."""
+    return line if line.enabled else None
+
+
 def cmd_traces_check(args: argparse.Namespace) -> int:
     from rocketspec.traces.engine import PYTHON, choose_engine, is_remote
     from rocketspec.traces.report import format_report
@@ -117,12 +123,12 @@ def cmd_traces_check(args: argparse.Namespace) -> int:
         if engine == PYTHON:
             from rocketspec.traces.pycheck import check_python
 
-            report = check_python(source, progress=ProgressLine("python checker"))
+            report = check_python(source, progress=_watched(ProgressLine("python checker")))
         else:
             from rocketspec.traces.sparkcheck import SparkUnavailable, check_spark
 
             try:
-                report = check_spark(source, master=args.master, progress=ProgressLine("spark checker"))
+                report = check_spark(source, master=args.master, progress=_watched(ProgressLine("spark checker")))
             except SparkUnavailable as exc:
                 raise UsageError(f"cannot run Spark: {exc}; --engine python checks a local trace without Java") \
                     from None
