@@ -52,7 +52,13 @@ from rocketspec.refimpl.remoting import (
 )
 from rocketspec.refimpl.runtime import Future, Runtime
 from rocketspec.refimpl.workqueue import REQUEST_OVERHEAD_BYTES, NodeQueues, Work, WorkQueues, executor_of
-from rocketspec.spec.protocol import OVERLOAD_REMARK, TIMEOUT_CLEAN_QUEUE_REMARK, ResponseCode, SerializeType
+from rocketspec.spec.protocol import (
+    OVERLOAD_REMARK,
+    TIMEOUT_CLEAN_QUEUE_REMARK,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+)
 
 log = logging.getLogger("rocketspec.tcp")
 
@@ -194,9 +200,13 @@ class TcpChannel:
         self._serialize_of: dict[int, SerializeType] = {}
         self._lost_answers: set[int] = set()
         self._open = True
-        # Set on the socket thread the moment the connection is gone, so that the runtime loop drops the requests it
-        # still has queued from it instead of answering nobody (``_open`` follows on the loop, in order).
+        # Set on the socket thread the moment the connection is gone (``_open`` follows on the loop, in order). What
+        # it still has queued runs all the same, as RocketMQ's executors run the tasks of a closed channel: a oneway
+        # send or offset commit a client wrote just before it closed is kept; only the answers go nowhere.
         self.lost = False
+        # Set when the node stops with the connection open: its queued requests die with the node (and never reach
+        # the broker that starts next in its place).
+        self.abandoned = False
         self._pending: dict[int, Future[RemotingCommand]] = {}
         self.server: Server | None = None
         self.waiting = 0
@@ -290,6 +300,8 @@ class TcpChannel:
 
     def must_wait(self) -> bool:
         """A request must be parked: the client leaves answers unread, or earlier requests are parked (in order)."""
+        if not self._open:  # closed: nothing will be read any more, nor written
+            return False
         return self.unread or bool(self._parked)
 
     def park(self, work: Work) -> None:
@@ -353,9 +365,22 @@ class TcpChannel:
         self._serialize_of.clear()
         self._lost_answers.clear()
         self._held_opaques.clear()
-        self._parked.clear()
+        parked, self._parked = self._parked, collections.deque()
         if self.server is not None:
             self.server.channel_closed(self)
+        for work in parked:  # kept until the client read; it never will, but what it asked for still happens
+            if not work.dead():
+                work.run()
+
+    def runs(self, command: RemotingCommand) -> bool:
+        """Whether a request read from this connection is still to be processed.
+
+        Yes while it is open, and after the client closed it too (RocketMQ runs what it had read). Not once the node
+        stopped with it open, and not a HEARTBEAT of a closed connection: registering a connection that is gone would
+        leave a consumer in its group, and rebalancing on it, until the 120 s scan (RocketMQ would, in that race)."""
+        if self.abandoned:
+            return False
+        return not self.lost or command.code != RequestCode.HEART_BEAT
 
     def __repr__(self) -> str:
         return f"<tcp channel {self.remote_addr} -> {self.endpoint.node}@{self.local_addr}>"
@@ -543,6 +568,7 @@ class TcpEndpoint:
         for server in self._servers:
             server.close()
         for channel in list(self.connections):
+            channel.abandoned = True
             channel.transport.close()
 
     def close(self) -> None:
@@ -552,6 +578,7 @@ class TcpEndpoint:
     def drop_connections(self) -> None:
         """Close every open connection (the node stopped); the listener stays."""
         for channel in list(self.connections):
+            channel.abandoned = True
             channel.close()
 
     @property
@@ -583,7 +610,7 @@ class TcpEndpoint:
                 channel.ran()
 
         work = Work(run=run, expire=expire, cost=size + REQUEST_OVERHEAD_BYTES,
-                    executor=executor_of(command.code, namesrv=self.namesrv), dead=lambda: channel.lost,
+                    executor=executor_of(command.code, namesrv=self.namesrv), dead=lambda: not channel.runs(command),
                     blocked=channel.must_wait, park=channel.park)
         if self._queues.offer(work):
             if counted:
@@ -663,7 +690,7 @@ class TcpEndpoint:
 
     def arrived(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType,
                 received_at: float | None = None) -> None:
-        if not channel.active or channel.lost:
+        if not channel.runs(command):
             return
         if command.is_response:
             self.observe(channel, command, from_client=True, received_at=received_at)

@@ -708,7 +708,9 @@ def test_a_topic_nobody_created_is_created_by_the_first_send(served: ServedClust
 def test_an_orderly_send_that_fails_is_moved_to_the_next_queue_by_the_library(
         served: ServedCluster, workdir: Path) -> None:
     """What the orderly tests allow for, shown: a SYSTEM_ERROR answer to the first attempt makes librocketmq send the
-    message again to the next queue of the route, and its log says so (``client-retry``)."""
+    message again to the next queue of the route, and its log says so (``client-retry``). The connection race of
+    apache/rocketmq-client-cpp#455 may move one more (an attempt that failed before it was written): each move is
+    one message off the shard's queue."""
     topic = "CppOrderlyMoved"
     served.create_topic(topic, queues=QUEUES)
     rule = served.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_ERROR", times=1)
@@ -716,6 +718,7 @@ def test_an_orderly_send_that_fails_is_moved_to_the_next_queue_by_the_library(
                     "--shards", "1", "--timeout", "60")
     lines = driver.wait()
     assert rule.fired == 1
-    assert _client_retries(lines, topic) == 1
+    retries = _client_retries(lines, topic)
+    assert retries >= 1
     queues = Counter(message.queue for message in stored(served, topic))
-    assert sorted(queues.values()) == [1, 3], queues
+    assert sum(queues.values()) == 4 and 4 - queues[_main_queue(queues)] == retries, queues

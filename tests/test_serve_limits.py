@@ -2,10 +2,11 @@
 
 Rules checked: a request past its executor's queue capacity is answered SYSTEM_BUSY ``[OVERLOAD]`` at once
 (NettyRemotingAbstract) and one that waited past its executor's limit ``[TIMEOUT_CLEAN_QUEUE]`` (BrokerFastFailure);
-the name server's requests are taken in turn with a flooded broker's, never behind all of them; the requests of a
-connection that closed are dropped unrun; a connection is not read while it has too many requests unanswered, and
-is read again once they are answered; idle connections and frames that never complete are closed; connections past
-``max_connections`` are refused. Each test holds the runtime loop on a gate to make the queues fill deterministically.
+the name server's requests are taken in turn with a flooded broker's, never behind all of them; the requests a
+connection sent before it closed still run (not a heartbeat, nor once the broker stopped); a connection is not read
+while it has too many requests unanswered, and is read again once they are answered; idle connections and frames
+that never complete are closed; connections past ``max_connections`` are refused. Each test holds the runtime loop
+on a gate to make the queues fill deterministically.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import split_addr
-from rocketspec.refimpl.workqueue import executor_of
+from rocketspec.refimpl.workqueue import DRAIN_BATCH, executor_of
 from rocketspec.spec.protocol import (
     OVERLOAD_REMARK,
     Executor,
@@ -157,18 +158,67 @@ def test_the_name_server_is_served_in_turn_with_a_flooded_broker() -> None:
         assert order.index("namesrv") <= 1, "the route lookup waited behind the broker's flood"
 
 
-def test_requests_of_a_closed_connection_are_dropped_unrun() -> None:
+def oneway(command: RemotingCommand) -> RemotingCommand:
+    return RemotingCommand.request(command.code, command.ext_fields, command.body, oneway=True)
+
+
+def test_requests_of_a_closed_connection_still_run() -> None:
+    """RocketMQ's executors run what a channel had read after it closed: a client that writes oneway sends and an
+    offset commit and closes at once (a C++ producer's shutdown) loses none of them; only the answers go nowhere."""
     with ServedCluster() as served:
+        served.create_topic(TOPIC, queues=1)
         seen: list[int] = []
         served.add_observer(lambda frame: seen.append(frame.command.code) if frame.from_client else None)
         with held_loop(served):
             with WireClient(served.broker_addrs["broker-a"]) as client:
-                for _ in range(50):
+                for i in range(5):
+                    client.send(oneway(requests.send_v2("PG", TOPIC, f"m{i}".encode())))
+                client.send(oneway(requests.update_consumer_offset("CG", TOPIC, 0, 3)))
+                for _ in range(20):
                     client.send(unknown())
-                assert wait_until(lambda: served.load()["queued_requests"] == 50)
+                assert wait_until(lambda: served.load()["queued_requests"] == 26)
             assert wait_until(lambda: served.connections() == 0)
         assert wait_until(lambda: served.load()["queued_requests"] == 0)
-        assert seen == []
+        assert wait_until(lambda: len(seen) == 26)
+        assert served.cluster is not None
+        assert sorted(m.body for m in served.cluster.messages(TOPIC)) == [f"m{i}".encode() for i in range(5)]
+        assert list(served.cluster.committed_offsets("CG", TOPIC).values()) == [3]
+
+
+def test_a_heartbeat_of_a_closed_connection_registers_nobody() -> None:
+    """A heartbeat read before its connection closed is not run: it would register a consumer nobody can reach."""
+    with ServedCluster() as served:
+        served.create_topic(TOPIC, queues=1)
+        subscription = requests.subscription_json(TOPIC)
+        with held_loop(served):
+            with WireClient(served.broker_addrs["broker-a"]) as client:
+                # More than one drain batch, so that the close is handled before the last ones are reached.
+                for i in range(DRAIN_BATCH + 8):
+                    client.send(requests.heartbeat(f"gone@{i}", consumer_groups={"CG": [subscription]}))
+                assert wait_until(lambda: served.load()["queued_requests"] == DRAIN_BATCH + 8)
+            assert wait_until(lambda: served.connections() == 0)
+        assert wait_until(lambda: served.load()["queued_requests"] == 0)
+        assert served.cluster is not None
+        broker = served.cluster.broker("broker-a")
+        assert served.cluster.runtime.submit(lambda: broker.consumers.get("CG")) is None
+
+
+def test_requests_of_connections_a_stopping_broker_drops_die_with_it() -> None:
+    """A broker that stops drops its connections, and their queued requests with them: they never run, not on the
+    broker started next in its place either (here the connections are dropped with the broker left running, which
+    shows the rule without a race against the restart)."""
+    with ServedCluster() as served:
+        served.create_topic(TOPIC, queues=1)
+        assert served.cluster is not None
+        with held_loop(served):
+            with WireClient(served.broker_addrs["broker-a"]) as client:
+                for i in range(5):
+                    client.send(oneway(requests.send_v2("PG", TOPIC, f"m{i}".encode())))
+                assert wait_until(lambda: served.load()["queued_requests"] == 5)
+                served._endpoints["broker-a"].drop_connections()
+                assert wait_until(lambda: served.connections() == 0)
+        assert wait_until(lambda: served.load()["queued_requests"] == 0)
+        assert served.cluster.messages(TOPIC) == []
 
 
 def test_a_connection_is_not_read_past_its_requests_in_flight_and_is_read_again_after() -> None:

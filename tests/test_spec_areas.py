@@ -90,4 +90,8 @@ def test_step_refuses_an_action_that_is_not_enabled(area: str) -> None:
             if after not in seen and len(seen) < 5000:
                 seen.add(after)
                 frontier.append(after)
-    pytest.skip(f"{area}: every proposed action is enabled in the first {len(seen)} states")
+    # Every action of this machine is enabled everywhere explored (message_filter: heartbeats and pulls may come at
+    # any time): what its precondition still refuses is anything that is not one of its actions.
+    assert seen, f"{area}: no initial state"
+    with pytest.raises(TypeError, match="not an action of this machine"):
+        module.step(next(iter(model.initial)), object())
