@@ -224,6 +224,11 @@ class TcpChannel:
         self.unsent = 0
         # Set on the socket thread by the first frame handed on: until then the runtime loop has never seen it.
         self.dispatched = False
+        # Answers are written by the runtime loop itself when nothing waits before them (``_send_now``), else by the
+        # socket thread in order; the lock keeps the two from interleaving.
+        self._write_lock = threading.Lock()
+        self._posted_writes = 0
+        self._direct: socket.socket | None = None
 
     @property
     def active(self) -> bool:
@@ -242,16 +247,53 @@ class TcpChannel:
         except Exception as error:  # too large, or a value the header cannot hold: this answer is lost, not the loop
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
-        self._bytes_queued += len(data)
+        with self._write_lock:
+            if not self._posted_writes and self._send_now(data):
+                return
+            self._posted_writes += 1
+            self._bytes_queued += len(data)
         self.endpoint.wire.call(lambda: self._send_bytes(data))
+
+    def _send_now(self, data: bytes) -> bool:
+        """Runtime loop, under the write lock: write the whole answer to the socket at once when nothing is waiting
+        to go before it, sparing the hand-off to the socket thread (which a busy socket thread would delay). False:
+        it is for the socket thread to write."""
+        transport = self.transport
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        sock = self._direct
+        if sock is None:
+            # A duplicate of the socket, never its number: the socket thread may close and reuse that number at
+            # any moment, and an answer must never reach another connection.
+            raw = transport.get_extra_info("socket")
+            try:
+                sock = self._direct = socket.socket(fileno=os.dup(raw.fileno()))
+            except (AttributeError, OSError, ValueError):
+                return False
+            sock.setblocking(False)
+        try:
+            sent = sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:  # the connection broke: the socket thread sees it close
+            return True
+        if sent < len(data):
+            self._bytes_queued += len(data) - sent
+            self._posted_writes += 1
+            rest = data[sent:]
+            self.endpoint.wire.call(lambda: self._send_bytes(rest))
+        self.endpoint.guard.active(self)
+        return True
 
     def _send_bytes(self, data: bytes) -> None:
         """Socket thread: write, unless the client stopped reading (its unsent answers would grow without bound)."""
-        self._bytes_written += len(data)
         transport = self.transport
-        if transport.is_closing():
-            return
-        transport.write(data)
+        with self._write_lock:
+            self._posted_writes -= 1
+            self._bytes_written += len(data)
+            if transport.is_closing():
+                return
+            transport.write(data)
         guard = self.endpoint.guard
         guard.active(self)
         if transport.get_write_buffer_size() > self.endpoint.limits.max_unsent_bytes:
@@ -467,6 +509,10 @@ class _Protocol(asyncio.BufferedProtocol):
         if channel is None:
             return
         channel.lost = True
+        with channel._write_lock:
+            if channel._direct is not None:
+                channel._direct.close()  # the last descriptor of the socket: the peer sees the close now
+                channel._direct = None
         self.endpoint.guard.left(channel)
         self.endpoint.connections.discard(channel)
         if not channel.dispatched:
@@ -611,7 +657,7 @@ class TcpEndpoint:
 
         work = Work(run=run, expire=expire, cost=size + REQUEST_OVERHEAD_BYTES,
                     executor=executor_of(command.code, namesrv=self.namesrv), dead=lambda: not channel.runs(command),
-                    blocked=channel.must_wait, park=channel.park)
+                    blocked=channel.must_wait, park=channel.park, source=channel.id)
         if self._queues.offer(work):
             if counted:
                 channel.waiting += 1
@@ -626,7 +672,8 @@ class TcpEndpoint:
         except Exception:  # the header of the request cannot be echoed back: the client times out instead
             return
         self.busy_answers += 1
-        channel.transport.write(data)
+        with channel._write_lock:
+            channel.transport.write(data)
         self._refusals.append((channel, command, busy))
         if not self._refusals_scheduled:
             self._refusals_scheduled = True

@@ -55,6 +55,46 @@ class Work:
     dead: Callable[[], bool] = lambda: False
     blocked: Callable[[], bool] = lambda: False
     park: Callable[[Work], None] | None = None
+    #: Where it came from (its connection): an executor takes one request per source in turn.
+    source: object = None
+
+
+class Lane:
+    """One executor's queue: FIFO per connection, connections taken in turn.
+
+    A client that pipelines a burst of requests (a fuzzer's hundred frames in one read) then delays another
+    connection's request by one of its own, not by the whole burst; each connection's requests keep their order.
+    RocketMQ's executors are thread pools, so requests of different connections have no order to keep there either.
+    """
+
+    __slots__ = ("_by_source", "_size", "_turns")
+
+    def __init__(self) -> None:
+        self._by_source: dict[object, collections.deque[Work]] = {}
+        self._turns: collections.deque[object] = collections.deque()
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, work: Work) -> None:
+        queue = self._by_source.get(work.source)
+        if queue is None:
+            queue = self._by_source[work.source] = collections.deque()
+            self._turns.append(work.source)
+        queue.append(work)
+        self._size += 1
+
+    def popleft(self) -> Work:
+        source = self._turns.popleft()
+        queue = self._by_source[source]
+        work = queue.popleft()
+        if queue:
+            self._turns.append(source)
+        else:
+            del self._by_source[source]
+        self._size -= 1
+        return work
 
 
 class NodeQueues:
@@ -63,7 +103,7 @@ class NodeQueues:
     def __init__(self, node: str, owner: WorkQueues) -> None:
         self.node = node
         self.owner = owner
-        self.lanes: dict[Executor, collections.deque[Work]] = {}
+        self.lanes: dict[Executor, Lane] = {}
         self._order: collections.deque[Executor] = collections.deque()
         self.refused = 0
         self.expired = 0
@@ -114,7 +154,7 @@ class WorkQueues:
         with self._lock:
             lane = queues.lanes.get(work.executor)
             if lane is None:
-                lane = queues.lanes[work.executor] = collections.deque()
+                lane = queues.lanes[work.executor] = Lane()
                 queues._order.append(work.executor)
             if len(lane) >= self.limits.capacity(work.executor) or \
                     self.queued_bytes + work.cost > self.limits.queued_bytes_limit:
@@ -170,4 +210,4 @@ class WorkQueues:
         self._call_soon(self._drain)
 
 
-__all__ = ["DRAIN_BATCH", "REQUEST_OVERHEAD_BYTES", "NodeQueues", "Work", "WorkQueues", "executor_of"]
+__all__ = ["DRAIN_BATCH", "REQUEST_OVERHEAD_BYTES", "Lane", "NodeQueues", "Work", "WorkQueues", "executor_of"]

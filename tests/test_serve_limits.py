@@ -28,7 +28,7 @@ from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import split_addr
-from rocketspec.refimpl.workqueue import DRAIN_BATCH, executor_of
+from rocketspec.refimpl.workqueue import DRAIN_BATCH, Lane, Work, executor_of
 from rocketspec.spec.protocol import (
     OVERLOAD_REMARK,
     Executor,
@@ -219,6 +219,38 @@ def test_requests_of_connections_a_stopping_broker_drops_die_with_it() -> None:
                 assert wait_until(lambda: served.connections() == 0)
         assert wait_until(lambda: served.load()["queued_requests"] == 0)
         assert served.cluster.messages(TOPIC) == []
+
+
+def test_a_lane_takes_one_request_per_connection_in_turn_and_keeps_each_connections_order() -> None:
+    lane = Lane()
+    works = [Work(run=lambda: None, expire=lambda w, s: None, cost=0, executor=Executor.ADMIN, source=source)
+             for source in ["a", "a", "a", "b", "a", "c", "b"]]
+    for work in works:
+        lane.append(work)
+    assert len(lane) == 7
+    taken = [lane.popleft() for _ in range(7)]
+    assert [w.source for w in taken] == ["a", "b", "c", "a", "b", "a", "a"]
+    for source in "abc":
+        mine = [w for w in works if w.source == source]
+        assert [w for w in taken if w.source == source] == mine
+    assert len(lane) == 0
+
+
+def test_a_burst_on_one_connection_delays_another_connections_request_by_one_not_by_the_burst() -> None:
+    with ServedCluster() as served:
+        order: list[str] = []
+        served.add_observer(lambda frame: order.append(frame.command.ext_fields.get("who", "?"))
+                            if frame.from_client else None)
+        with WireClient(served.broker_addrs["broker-a"]) as burst, \
+                WireClient(served.broker_addrs["broker-a"]) as single:
+            with held_loop(served):
+                for _ in range(100):
+                    burst.send(RemotingCommand.request(UNKNOWN_CODE, {"who": "burst"}))
+                assert wait_until(lambda: served.load()["queued_requests"] == 100)
+                single.send(RemotingCommand.request(UNKNOWN_CODE, {"who": "single"}))
+                assert wait_until(lambda: served.load()["queued_requests"] == 101)
+            assert wait_until(lambda: len(order) == 101)
+        assert order.index("single") == 1
 
 
 def test_a_connection_is_not_read_past_its_requests_in_flight_and_is_read_again_after() -> None:
