@@ -125,13 +125,15 @@ def cmd_traces_check(args: argparse.Namespace) -> int:
 
             report = check_python(source, progress=_watched(ProgressLine("python checker")))
         else:
-            from rocketspec.traces.sparkcheck import SparkUnavailable, check_spark
+            from rocketspec.traces.sparkcheck import SparkJobFailed, SparkUnavailable, check_spark
 
             try:
                 report = check_spark(source, master=args.master, progress=_watched(ProgressLine("spark checker")))
             except SparkUnavailable as exc:
                 raise UsageError(f"cannot run Spark: {exc}; --engine python checks a local trace without Java") \
                     from None
+            except SparkJobFailed as exc:
+                raise UsageError(f"the Spark check failed: {exc}") from None
     except SchemaError as exc:
         raise UsageError(f"bad trace {source}: {exc}") from None
     if args.engine == AUTO:

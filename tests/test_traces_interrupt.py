@@ -94,3 +94,17 @@ def test_ctrl_c_ends_a_spark_check_with_one_line(trace: Path, when: str) -> None
     while any(map(_alive, jvms)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(map(_alive, jvms)), "the JVM outlived the command"
+
+
+def test_a_failed_spark_job_ends_with_one_line(trace: Path) -> None:
+    """Python workers that cannot start (PYSPARK_PYTHON is a program that exits at once) fail the checks' first
+    job: one line names the cause, exit 2; no Java stack, no JVM start banner, no Python traceback."""
+    env = {**os.environ, "PYSPARK_PYTHON": "/bin/false"}
+    done = subprocess.run([*ROCKETSPEC, "traces", "check", str(trace), "--engine", "spark"], capture_output=True,
+                          text=True, env=env, timeout=WAIT_S)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr[-3000:]
+    assert lines[0].startswith("rocketspec: error: the Spark check failed: ")
+    assert "pyspark.daemon" in lines[0] or "Python worker" in lines[0], lines[0]

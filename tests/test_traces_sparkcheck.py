@@ -168,3 +168,20 @@ def test_parquet_missing_column_and_wrong_type(tmp_path: Path, spark: Any) -> No
     pq.write_table(pa.table({"trace_id": ["t"], "seq": ["1"], "ts_ms": [1], "node": ["n"], "kind": ["trace.end"]}),
                    tmp_path / "b.parquet")
     _refused(tmp_path / "b.parquet", "column 'seq' has type string")
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("An error occurred while calling o947.count.\n: org.apache.spark.SparkException: Job aborted due to stage "
+     "failure: Task 0 failed\n\tat org.apache.spark.Foo.bar(Foo.scala:1)\nCaused by: java.io.EOFException: port\n"
+     "\tat java.base/x.y(Z.java:2)\n\t... 12 more",
+     "EOFException: port"),
+    ("An error occurred while calling o1.collect.\n: org.apache.spark.SparkException: EOFException occurred while "
+     "reading the port number\n\tat org.apache.spark.errors.X(X.scala:55)",
+     "SparkException: EOFException occurred while reading the port number"),
+    ("Job aborted: org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
+     '  File "/x/worker.py", line 1, in main\n    raise ValueError("bad")\nValueError: bad\n'
+     "\tat org.apache.spark.api.python.X(X.scala:1)",
+     "ValueError: bad"),
+])
+def test_a_failed_job_is_told_in_one_line(text: str, line: str) -> None:
+    assert sc._failure_line(RuntimeError(text)) == line

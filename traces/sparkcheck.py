@@ -72,6 +72,11 @@ _F = Window.unboundedFollowing
 _SESSION: SparkSession | None = None
 
 
+class SparkJobFailed(RuntimeError):
+    """A Spark job of the check failed (an executor or its Python worker died, a task kept failing): the message
+    is one line, the root cause without the JVM's stack."""
+
+
 class SparkUnavailable(RuntimeError):
     """Spark cannot start here (no Java, or the master cannot be reached); the message says why."""
 
@@ -90,7 +95,7 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
 
     Under ``spark-submit`` (or when another session is active) that session is reused whatever ``master`` says: a
     process has one SparkContext. A new session runs the Python workers with this interpreter (unless
-    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` is set), without the UI, with log level ERROR, untyped Hive
+    ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` is set), without the UI, with the JVM's log off, untyped Hive
     partition values (``trace_id=7`` stays the string ``"7"``) and, for a local master, ``spark.driver.memory`` from
     ``ROCKETSPEC_SPARK_DRIVER_MEMORY`` (default 4g) and JVM options from ``ROCKETSPEC_SPARK_JAVA_OPTIONS`` (default
     :data:`SMALL_JVM_OPTIONS` when ``small`` says the session is started for a small trace, else none).
@@ -123,7 +128,6 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
     builder = (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.log.level", "ERROR")
         .config("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
         .config("spark.sql.adaptive.enabled", "true")
         .config("spark.sql.autoBroadcastJoinThreshold", str(32 * 1024 * 1024))
@@ -131,7 +135,8 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
     )
     if chosen and chosen.startswith("local") and not os.environ.get("JAVA_HOME") and shutil.which("java") is None:
         raise SparkUnavailable("no Java: Spark needs a JVM (install Java 17 or set JAVA_HOME)")
-    with _interrupt_deferred() as interrupted:
+    local = bool(chosen and chosen.startswith("local") and not submitted)
+    with _interrupt_deferred() as interrupted, _jvm_stderr_filtered() if local else contextlib.nullcontext():
         try:
             session = builder.getOrCreate()
         except Exception as error:  # the JVM did not start or the master refused the application
@@ -140,7 +145,9 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
         _stop_quietly(session)
         raise KeyboardInterrupt
     _SESSION = session
-    _SESSION.sparkContext.setLogLevel("ERROR")
+    # The JVM logs nothing of its own (a failed task would print its stack once per attempt): a failure reaches
+    # the user as one line from the driver (SparkJobFailed). A SPARK_CONF_DIR's log settings keep errors.
+    _SESSION.sparkContext.setLogLevel("ERROR" if "SPARK_CONF_DIR" in os.environ else "OFF")
     _quiet_interrupts()
     return _SESSION
 
@@ -184,12 +191,59 @@ def _quiet_interrupts() -> None:
         root.addFilter(_drop_py4j_records)
 
 
+#: What the JVM prints on every start, whatever the log settings: not for the user (Spark 4 adds the module).
+_JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+@contextlib.contextmanager
+def _jvm_stderr_filtered() -> Iterator[None]:
+    """Start the JVM with its standard error through a pipe that drops :data:`_JVM_NOISE` and passes the rest on.
+
+    The JVM inherits file descriptor 2 when PySpark starts it; for that moment this process's descriptor 2 is the
+    pipe, then the real one again. A daemon thread forwards what the JVM writes for as long as it runs (its errors
+    still reach the user)."""
+    try:
+        sys.stderr.flush()
+        read_end, write_end = os.pipe()
+        saved = os.dup(2)
+    except OSError:  # no descriptors to spare: the noise is harmless
+        yield
+        return
+    target = os.dup(saved)
+
+    def forward() -> None:
+        with os.fdopen(read_end, "rb", buffering=0) as source, os.fdopen(target, "wb", buffering=0) as sink:
+            pending = b""
+            while chunk := source.read(65536):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                out = b"".join(line + b"\n" for line in lines if not line.startswith(_JVM_NOISE))
+                if out:
+                    sink.write(out)
+            if pending and not pending.startswith(_JVM_NOISE):
+                sink.write(pending)
+
+    threading.Thread(target=forward, name="rocketspec-jvm-stderr", daemon=True).start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def _log4j_config() -> Path:
-    """A log4j2 configuration that logs errors only, to stderr (written once per process)."""
+    """A log4j2 configuration that logs nothing (failures reach the user from the driver; written once per process)."""
     path = Path(tempfile.gettempdir()) / f"rocketspec-log4j2-{os.getpid()}.properties"
     if not path.exists():
         path.write_text(
-            "rootLogger.level = error\n"
+            "rootLogger.level = off\n"
+            # The logger whose level PySpark's driver (a "shell" to Spark) compares with the root's: when it has a
+            # level of its own equal to the root's, no "Setting default log level" banner is printed.
+            "logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer\n"
+            "logger.gateway.level = off\n"
             "rootLogger.appenderRef.stderr.ref = console\n"
             "appender.console.type = Console\n"
             "appender.console.name = console\n"
@@ -202,6 +256,23 @@ def _log4j_config() -> Path:
 
 # ----------------------------------------------------------------------------------------------------------------
 # reading and validation
+
+
+def _failure_line(error: BaseException) -> str:
+    """One line for a failed job: the deepest cause the JVM names (or the last line of a Python worker's
+    traceback), the Java package left off its class."""
+    lines = [line.strip() for line in str(error).splitlines()
+             if line.strip() and not line.startswith(("\tat ", "\t...")) and
+             not line.startswith("An error occurred while calling")]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    python = [line for line in lines if not line.startswith(("File ", "Traceback", "at ", ":")) and
+              ("Error: " in line or "Exception: " in line) and not line.startswith("org.")]
+    line = causes[-1] if causes else python[-1] if python else lines[0] if lines else type(error).__name__
+    line = line.removeprefix(": ")
+    name, sep, rest = line.partition(": ")
+    if sep and " " not in name and "." in name:
+        line = f"{name.rsplit('.', 1)[-1]}: {rest}"
+    return line[:300]
 
 
 def _short(error: BaseException) -> str:
@@ -1367,7 +1438,7 @@ CHECKS: dict[str, Callable[[_Checker], InvariantResult]] = {
 
 #: Below this many events a trace is small: one shuffle partition and no adaptive re-planning, whose per-stage
 #: overhead dominates the checks of small traces.
-SMALL = 200_000
+SMALL = 1_000_000
 
 
 def _configure(spark: SparkSession, events: int) -> None:
@@ -1422,12 +1493,14 @@ def check_spark(source: str | Path, master: str | None = None, *,
     _INTERRUPTED.clear()
     try:
         return _check(spark, source, only, progress, started)
-    except BaseException:
+    except BaseException as error:
         # A Ctrl-C inside a JVM call may come back as any error (py4j turns it into "Answer from Java side is
         # empty", which loading would report as a bad trace): the signal decides.
         if _INTERRUPTED.is_set():
             _stop_quietly(spark)
             raise KeyboardInterrupt from None
+        if isinstance(error, PySparkException) or type(error).__module__.startswith("py4j"):
+            raise SparkJobFailed(_failure_line(error)) from None
         raise
 
 
