@@ -1438,7 +1438,7 @@ CHECKS: dict[str, Callable[[_Checker], InvariantResult]] = {
 
 #: Below this many events a trace is small: one shuffle partition and no adaptive re-planning, whose per-stage
 #: overhead dominates the checks of small traces.
-SMALL = 1_000_000
+SMALL = 200_000
 
 
 def _configure(spark: SparkSession, events: int) -> None:
