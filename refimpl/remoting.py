@@ -285,6 +285,8 @@ class FaultRule:
         )
 
 
+_NO_ACTIONS: frozenset[str] = frozenset()
+
 # A fault named after a request family covers its variants: RocketMQ serves them with one processor, and clients pick
 # the variant (the Java producer sends SEND_MESSAGE_V2, the C++ client SEND_MESSAGE, batches SEND_BATCH_MESSAGE).
 REQUEST_FAMILIES: dict[str, frozenset[int]] = {
@@ -596,8 +598,11 @@ class Network:
         oneway = request.is_oneway
         target = conn.server.node
         rules = self.faults.decide(target, request.code, endpoint.node) if self.faults.rules else []
-        actions = {r.action for r in rules}
-        extra = sum(r.delay_ms for r in rules if r.action == "delay")
+        if rules:
+            actions = {r.action for r in rules}
+            extra = sum(r.delay_ms for r in rules if r.action == "delay")
+        else:
+            actions, extra = _NO_ACTIONS, 0
         if not oneway:
             endpoint.pending[request.opaque] = (conn, future)
             if timeout_ms is not None:

@@ -25,8 +25,15 @@ class MessageQueue:
     broker_name: str = attrs.field(validator=attrs.validators.instance_of(str))
     queue_id: int = attrs.field(validator=attrs.validators.instance_of(int))
 
+    # Sorting compares each queue many times: its key is computed once (not part of equality or hashing).
+    _sort_key: tuple[bytes, bytes, int] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_sort_key",
+                           (java_string_key(self.topic), java_string_key(self.broker_name), self.queue_id))
+
     def _key(self) -> tuple[bytes, bytes, int]:
-        return (java_string_key(self.topic), java_string_key(self.broker_name), self.queue_id)
+        return self._sort_key
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, MessageQueue):
