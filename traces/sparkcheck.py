@@ -474,16 +474,29 @@ def _validate(raw: DataFrame, base: DataFrame, fmt: str) -> dict[str, int]:
     raise schema.SchemaError("bad trace: " + "; ".join(lines))
 
 
-def _small_input(source: str | Path) -> bool:
-    """Whether the trace's files hold fewer than about :data:`SMALL` events (Parquet takes some 15 bytes an event,
-    JSON Lines some 300)."""
+def _estimated_events(source: str | Path) -> int | None:
+    """About how many events the trace's files hold (Parquet takes some 16 bytes an event, JSON Lines some 300);
+    None when they cannot be listed (a cluster file system)."""
     path = Path(str(source).removeprefix("file://"))
     try:
         files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
-        size = sum(p.stat().st_size * (20 if p.name.endswith(".parquet") else 1) for p in files)
+        size = sum(p.stat().st_size * (300 // 16 if p.name.endswith(".parquet") else 1) for p in files)
     except OSError:
-        return False
-    return 0 < size < SMALL * 300
+        return None
+    return size // 300 if files else None
+
+
+def _small_input(source: str | Path) -> bool:
+    """Whether a JVM tuned to start fast (:data:`SMALL_JVM_OPTIONS`) suits the trace: fewer than about
+    :data:`CACHED` events (221k events: 30 s instead of 45; 1M: no slower; docs/benchmarks.md)."""
+    return _cached_input(source)
+
+
+def _cached_input(source: str | Path) -> bool:
+    """Whether the trace is read once into memory (fewer than about :data:`CACHED` events) rather than read again,
+    only the columns needed, by each check."""
+    events = _estimated_events(source)
+    return events is not None and 0 < events < CACHED
 
 
 def _input_bytes(source: str | Path) -> int:
@@ -533,7 +546,7 @@ def _load(spark: SparkSession, source: str | Path) -> tuple[DataFrame, dict[str,
             for n in NEEDED
         ]
         problem = _problem_column(present, fmt).alias(_PROBLEM)
-        if fmt == "parquet" and not _small_input(source):
+        if fmt == "parquet" and not _cached_input(source):
             # Large Parquet is not cached: each check reads only its columns, which costs less than building an
             # in-memory copy of every column; validation is one aggregation over the files.
             kinds = _validate(raw, raw.select("kind", problem), fmt)
@@ -1436,21 +1449,27 @@ CHECKS: dict[str, Callable[[_Checker], InvariantResult]] = {
 }
 
 
-#: Below this many events a trace is small: one shuffle partition and no adaptive re-planning, whose per-stage
-#: overhead dominates the checks of small traces.
+#: Below this many events a trace is small: one shuffle partition and no generated code, whose compilation costs
+#: more than it saves on a few thousand rows per stage.
 SMALL = 200_000
+#: Below this many events the trace is cached in memory once, and adaptive execution is off: each of its re-planned
+#: query stages is a job of its own, whose fixed cost outweighs what re-planning saves on a trace this size.
+CACHED = 2_000_000
 
 
 def _configure(spark: SparkSession, events: int) -> None:
-    """Shuffle partitions sized to the trace: one for small traces, about one per 500k rows (at least one per core)
-    with adaptive execution for large ones."""
+    """Settings sized to the trace: below :data:`SMALL` events one shuffle partition and no generated code; below
+    :data:`CACHED` one partition per core and no adaptive execution; above, about one partition per 500k rows (at
+    least two per core) with adaptive execution."""
     par = spark.sparkContext.defaultParallelism
     small = events < SMALL
-    spark.conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
+    spark.conf.set("spark.sql.adaptive.enabled", "false" if events < CACHED else "true")
     # Compiling generated code costs more than it saves on a few thousand rows.
     spark.conf.set("spark.sql.codegen.wholeStage", "false" if small else "true")
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if small else "FALLBACK")
-    spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(max(2 * par, min(400, -(-events // 500_000)))))
+    spark.conf.set("spark.sql.shuffle.partitions", "1" if small else str(par) if events < CACHED else
+                   str(max(2 * par, min(400, -(-events // 500_000)))))
+
 
 
 def _stop_quietly(spark: SparkSession) -> None:
