@@ -430,9 +430,11 @@ def _corrupt_detail(raw: DataFrame) -> str:
     return f"{total} unreadable line(s) in {files}; " + "; ".join(reasons)
 
 
-def _validate(raw: DataFrame, base: DataFrame, fmt: str) -> dict[str, int]:
-    """Row counts per kind; raise SchemaError naming every problem found (with a few example rows)."""
-    stats = base.groupBy("kind", _PROBLEM).count().collect()
+def _validate(raw: DataFrame, base: DataFrame, fmt: str) -> tuple[dict[str, int], int]:
+    """Row counts per kind and the number of traces (one job); raise SchemaError naming every problem found (with a
+    few example rows)."""
+    stats = base.groupBy("kind", _PROBLEM, "trace_id").count().collect()
+    traces = len({r["trace_id"] for r in stats if r["trace_id"] is not None})
     problems: dict[str, int] = {}
     kinds: dict[str, int] = {}
     unknown: dict[str, int] = {}
@@ -446,7 +448,7 @@ def _validate(raw: DataFrame, base: DataFrame, fmt: str) -> dict[str, int]:
     if not problems and not unknown:
         if not kinds:
             raise schema.SchemaError("the trace has no events")
-        return kinds
+        return kinds, traces
     lines = []
     if "corrupt" in problems:
         lines.append(_corrupt_detail(raw))
@@ -549,8 +551,8 @@ def _load(spark: SparkSession, source: str | Path) -> tuple[DataFrame, dict[str,
         if fmt == "parquet" and not _cached_input(source):
             # Large Parquet is not cached: each check reads only its columns, which costs less than building an
             # in-memory copy of every column; validation is one aggregation over the files.
-            kinds = _validate(raw, raw.select("kind", problem), fmt)
-            return raw.select(*cols), kinds, raw.select("trace_id").distinct().count()
+            kinds, traces = _validate(raw, raw.select("kind", problem, "trace_id"), fmt)
+            return raw.select(*cols), kinds, traces
         # JSON Lines is parsed once, into a cache of the needed columns. About 64 MB of input per partition, at
         # least one per core: small traces in many files get few partitions (every later stage over the cache has
         # as many tasks), a big gzip file is split up.
@@ -564,11 +566,10 @@ def _load(spark: SparkSession, source: str | Path) -> tuple[DataFrame, dict[str,
             base = base.repartition(par)
         base = base.persist(StorageLevel.MEMORY_AND_DISK)
         try:
-            kinds = _validate(raw, base, fmt)
+            kinds, traces = _validate(raw, base, fmt)
         except schema.SchemaError:
             base.unpersist()
             raise
-        traces = base.select("trace_id").distinct().count()
     except schema.SchemaError:
         raise
     except (AnalysisException, PySparkException) as error:
@@ -1001,12 +1002,12 @@ class _Checker:
                n: int | None = None) -> InvariantResult:
         """Count ``violations`` (rows with trace_id, seq, reason and key columns) and keep the first samples."""
         samples: tuple[dict[str, Any], ...] = ()
-        if violations is not None:
+        if violations is not None and n != 0:
+            rows = violations.orderBy("trace_id", "seq").limit(inv.MAX_SAMPLES).collect()
+            samples = sample_rows([r.asDict() for r in rows])
             if n is None:
-                n = violations.count()
-            if n:
-                rows = violations.orderBy("trace_id", "seq").limit(inv.MAX_SAMPLES).collect()
-                samples = sample_rows([r.asDict() for r in rows])
+                # Fewer than the samples kept: that is all of them, and counting them again would be one more job.
+                n = len(rows) if len(rows) < inv.MAX_SAMPLES else violations.count()
         return InvariantResult(name, self.scanned(name), n or 0, samples, dict(counts or {}))
 
     def classified(self, name: str, rows: DataFrame, cause: str = "_cause") -> InvariantResult:
