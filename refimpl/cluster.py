@@ -108,6 +108,7 @@ class Cluster:
         namesrv_addr: str | None = None,
         broker_addrs: Sequence[str] | None = None,
         acl: str | Path | AclConfig | None = None,
+        runtime: Runtime | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -126,7 +127,11 @@ class Cluster:
         self.delay_level_millis: tuple[int, ...] = (
             parse_message_delay_level(broker_options["message_delay_level"])
             if "message_delay_level" in broker_options else DELAY_LEVEL_MILLIS)
-        self.runtime: Runtime = SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
+        # A runtime passed in (a served cluster's, on its socket loop) must keep the clock asked for.
+        if runtime is not None and runtime.simulated != (clock == "simulated"):
+            raise ValueError(f"the runtime given is not on the {clock} clock")
+        self.runtime: Runtime = runtime if runtime is not None else \
+            SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
         self._seed = seed
         if keep_events is None:
             keep_events = trace_dir is None  # a recorded run keeps its events on disk, not in memory

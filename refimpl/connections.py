@@ -1,4 +1,4 @@
-"""The connections of one served cluster, kept within ``ServerLimits`` on the socket thread.
+"""The connections of one served cluster, kept within ``ServerLimits`` on the wire loop.
 
 Every connection's reading is paused for as long as any reason holds (``Reading``): too many requests unanswered,
 answers it does not read past the write high-water mark, or the server's partial frames over their share of the byte
@@ -7,7 +7,7 @@ RocketMQ's server closes a channel idle for ``serverChannelMaxIdleTimeSeconds``;
 arrived whole within ``frame_deadline_s`` (a slow sender holding a large partial frame); and, while the answers no
 client reads exceed their share of the budget, the connection holding the most.
 
-Everything here runs on the socket thread (``WireLoop``); the runtime loop reaches it only through ``wire.call``.
+Everything here runs on the wire loop's thread (``WireLoop``), the served nodes' runtime loop too.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Guarded(Protocol):
 
 
 class ConnectionGuard:
-    """Counts and sweeps the connections of every endpoint of one served cluster (socket thread only)."""
+    """Counts and sweeps the connections of every endpoint of one served cluster (wire loop only)."""
 
     def __init__(self, limits: ServerLimits, loop: asyncio.AbstractEventLoop,
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -64,7 +64,7 @@ class ConnectionGuard:
         self._sweeper: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
-        """Begin sweeping (socket thread)."""
+        """Begin sweeping (on the wire loop)."""
         if self._sweeper is None:
             self._sweeper = self._loop.call_later(SWEEP_INTERVAL_S, self._sweep)
 

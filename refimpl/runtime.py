@@ -7,7 +7,8 @@ interface:
 - ``SimulatedRuntime``: virtual time and one seeded random generator; nothing happens unless the loop is driven
   (``run_until_idle``, ``advance``, or a blocking ``wait``), so a run is a pure function of its seed and inputs.
 - ``RealRuntime``: wall-clock time, a loop thread, and a thread pool where user listeners run, so a slow listener
-  never stalls the network.
+  never stalls the network. A served cluster uses its subclass ``wireloop.WireRuntime``, whose loop is the one that
+  serves the sockets.
 
 A *daemon* timer (periodic housekeeping: heartbeats, rebalance, persistence, held pulls) never counts as pending work;
 ``run_until_idle`` stops when only daemon timers remain and every registered idle probe says there is nothing left.
@@ -325,6 +326,10 @@ class RealRuntime(Runtime):
         self._probes: list[Callable[[], bool]] = []
         self._closed = False
         self._executor = concurrent.futures.ThreadPoolExecutor(listener_threads, thread_name_prefix="rocketspec-user")
+        self._start_loop()
+
+    def _start_loop(self) -> None:
+        """Start the thread that runs every callback."""
         self._thread = threading.Thread(target=self._loop, name="rocketspec-loop", daemon=True)
         self._thread.start()
 

@@ -10,7 +10,8 @@ with ServedCluster(brokers=2) as served:                 # 127.0.0.1, ephemeral 
 The name server listens on ``port`` (9876 for ``rocketspec serve``; 0 picks a free port) and every broker on a port of
 its own; a broker registers the address clients can reach (``advertise_host``, default the bound host, or this
 machine's address when bound to all interfaces), which is what the name server hands out in routes. The in-process
-``Cluster`` underneath (``served.cluster``) runs on a real clock and can be used alongside: in-process clients,
+``Cluster`` underneath (``served.cluster``) runs on a real clock, on the sockets' own loop (``WireRuntime``: a request
+is read, run and answered on one thread), and can be used alongside: in-process clients,
 inspection, broker stop and restart (connections to a stopped broker close; it serves again once restarted).
 
 ``acl=PATH`` (a ``plain_acl.yml``) turns plain ACL on at every broker, as ``aclEnable`` does, and guards the name
@@ -41,10 +42,10 @@ from rocketspec.refimpl.tcp import (
     WILDCARD_HOSTS,
     TcpEndpoint,
     WireFrame,
-    WireLoop,
     WireObserver,
     this_machine_host,
 )
+from rocketspec.refimpl.wireloop import WireLoop, WireRuntime
 from rocketspec.refimpl.workqueue import WorkQueues
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, VIP_CHANNEL_PORT_OFFSET
 
@@ -176,7 +177,8 @@ class ServedCluster:
             raise ValueError(f"limits must be a ServerLimits, not {type(limits).__name__}")
         self.limits = limits or ServerLimits()
         rules = self._rules(faults)
-        cluster_options.setdefault("clock", "real")
+        if cluster_options.setdefault("clock", "real") != "real":
+            raise ValueError("a served cluster runs on the real clock")
         # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
         cluster_options.setdefault("keep_events", False)
         self.host = host
@@ -225,6 +227,7 @@ class ServedCluster:
             self._endpoints[node] = endpoint
         self.cluster = Cluster(
             brokers,
+            runtime=WireRuntime(self.wire, cluster_options.get("seed", 0)),
             data_dir=data_dir,
             namesrv_addr=self._endpoints[NAMESRV_NODE].addr,
             broker_addrs=[self._endpoints[name].addr for name in names],
@@ -332,7 +335,7 @@ class ServedCluster:
         }
 
     def add_observer(self, observer: WireObserver) -> None:
-        """Also show every frame to ``observer`` (called on the runtime loop; it must not block)."""
+        """Also show every frame to ``observer`` (called on the loop that serves the sockets: it must not block)."""
         self._observers.append(observer)
 
     def flush_trace(self) -> None:

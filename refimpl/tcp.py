@@ -1,9 +1,10 @@
 """The TCP transport: asyncio listeners that carry remoting frames between real clients and sans-IO servers.
 
-Sockets live on an asyncio loop in its own thread (``WireLoop``); the name server and brokers live on the
-reference implementation's runtime. A frame that arrives is decoded on the socket thread and handed to the runtime
-loop, where the server's ``handle`` maps it to a response; writes go back through ``call_soon_threadsafe``, so
-each component keeps its single-threaded state and the transport only moves commands.
+Sockets live on an asyncio loop in its own thread (``wireloop.WireLoop``), and so do the name server and brokers: a
+served cluster's runtime is a ``wireloop.WireRuntime`` on that loop. A frame that arrives is decoded, queued for its
+executor (``workqueue``) and run by the server's ``handle`` in a later turn of the same loop, whose answer is written
+to the socket at once: a request never changes threads. Each component keeps its single-threaded state and the
+transport only moves commands.
 
 One bad connection never disturbs another: a frame that cannot be decoded or is over 16 MiB closes its own connection
 (as Netty's decoder does in RocketMQ); an unknown code or a malformed header gets an error response from the server's
@@ -14,10 +15,10 @@ the in-process network: ``fail`` answers an error code, ``delay`` holds the requ
 ``drop_response`` processes it silently, ``duplicate`` processes it twice, ``disconnect`` closes the connection.
 
 Work is bounded (``limits.ServerLimits``): a decoded request waits in its node's queue for its executor
-(``workqueue``), and a full queue answers SYSTEM_BUSY on the socket thread without touching the runtime; a connection
-is not read while it has ``max_requests_in_flight`` requests unanswered or its unread answers are over the write
-high-water mark; the requests of a closed connection are dropped unrun; ``connections.ConnectionGuard`` closes idle
-and slow connections and keeps the bytes held for clients within the budget.
+(``workqueue``), and a full queue answers SYSTEM_BUSY at once, as it is read; a connection is not read while it has
+``max_requests_in_flight`` requests unanswered or its unread answers are over the write high-water mark; the requests
+of a closed connection are dropped unrun; ``connections.ConnectionGuard`` closes idle and slow connections and keeps
+the bytes held for clients within the budget.
 """
 
 from __future__ import annotations
@@ -26,19 +27,12 @@ import asyncio
 import collections
 import itertools
 import logging
-import os
 import socket
-import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 import attrs
-
-try:
-    import uvloop
-except ImportError:  # pragma: no cover - the platforms without uvloop wheels (Windows)
-    uvloop = None
 
 from rocketspec.refimpl.connections import HELD, INFLIGHT, WRITE, ConnectionGuard
 from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
@@ -51,6 +45,7 @@ from rocketspec.refimpl.remoting import (
     Server,
 )
 from rocketspec.refimpl.runtime import Future, Runtime
+from rocketspec.refimpl.wireloop import WireLoop
 from rocketspec.refimpl.workqueue import REQUEST_OVERHEAD_BYTES, NodeQueues, Work, WorkQueues, executor_of
 from rocketspec.spec.protocol import (
     OVERLOAD_REMARK,
@@ -64,7 +59,7 @@ log = logging.getLogger("rocketspec.tcp")
 
 _connection_ids = itertools.count(1)
 _MAX_UNANSWERED = 65_536
-#: Refused requests kept for observers (traces) until the runtime loop shows them; beyond, they go unobserved.
+#: Refused requests kept for observers (traces) until the loop shows them; beyond, they go unobserved.
 _MAX_REFUSALS_OBSERVED = 4096
 #: The most one read of a connection takes in (asyncio's own reads take up to 256 KiB).
 READ_CHUNK_BYTES = 32 * 1024
@@ -109,82 +104,20 @@ def this_machine_host() -> str:
 
 
 class WireObserver(Protocol):
-    """Shown every frame on the runtime loop; ``connection_closed`` (optional) hears of closed connections."""
+    """Shown every frame on the loop; ``connection_closed`` (optional) hears of closed connections."""
 
     def __call__(self, frame: WireFrame) -> None: ...
 
 
-#: Set to ``asyncio`` to serve on asyncio's own loop even where uvloop is installed.
-LOOP_ENV = "ROCKETSPEC_ASYNCIO_LOOP"
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop where it is installed (Linux and macOS wheels; the default install pulls it in there), else
-    asyncio's. Its accepts, reads, writes and closes are C: under a connection-churning flood of garbage they leave
-    the interpreter lock to the clients that speak the protocol (docs/benchmarks.md, reliability)."""
-    if uvloop is not None and os.environ.get(LOOP_ENV) != "asyncio":
-        return uvloop.new_event_loop()
-    return asyncio.new_event_loop()
-
-
-class WireLoop:
-    """An asyncio event loop running in a daemon thread, for the sockets."""
-
-    def __init__(self, name: str = "rocketspec-wire") -> None:
-        self.loop = new_event_loop()
-        # Calls from other threads, run in order by one wake-up of the loop however many there are (each wake-up
-        # is a write to the loop's self-pipe: one per answer would cost a system call each).
-        self._posted: collections.deque[Callable[[], Any]] = collections.deque()
-        self._wake_pending = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_forever()
-        self.loop.close()
-
-    def run(self, coro: Any, timeout: float | None = 10.0) -> Any:
-        """Run a coroutine on the loop from another thread and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def call(self, fn: Callable[[], Any]) -> None:
-        """Run ``fn`` on the loop, after every call posted before it."""
-        self._posted.append(fn)
-        if not self._wake_pending:
-            self._wake_pending = True
-            try:
-                self.loop.call_soon_threadsafe(self._run_posted)
-            except RuntimeError:  # the loop is closed: nothing runs there any more
-                pass
-
-    def _run_posted(self) -> None:
-        self._wake_pending = False  # before draining: a call posted from now on wakes the loop again
-        posted = self._posted
-        while posted:
-            try:
-                fn = posted.popleft()
-            except IndexError:
-                break
-            try:
-                fn()
-            except Exception:  # one connection's failure must not stop the others' writes
-                log.exception("wire call failed")
-
-    def stop(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout=5)
-
-
 class TcpChannel:
-    """A connection as the server sees it (``remoting.Channel``); every method may be called from the runtime loop.
+    """A connection as the server sees it (``remoting.Channel``), used on the wire loop only (which is also the
+    served nodes' runtime loop); a call from another thread is posted there.
 
-    Attributes the socket thread owns: ``waiting`` (requests read and not yet run), ``held`` (requests whose answer
-    the server gives later: held pulls), ``paused`` (why reading stops), ``last_activity``, ``partial`` and
-    ``frame_started`` (the incomplete frame held). The runtime loop owns ``_serialize_of`` (the requests still to be
-    answered), ``_held_opaques``, ``_parked`` (requests waiting for the client to read its answers) and the futures.
+    What stops reading it: ``waiting`` (requests read and not yet run), ``held`` (requests whose answer the server
+    gives later: held pulls), ``paused`` (why reading stops); ``last_activity``, ``partial`` and ``frame_started``
+    (the incomplete frame held) are for the guard. ``_serialize_of`` (the requests still to be answered),
+    ``_held_opaques``, ``_parked`` (requests waiting for the client to read its answers) and the futures are the
+    server side's.
     """
 
     def __init__(self, endpoint: TcpEndpoint, transport: asyncio.Transport) -> None:
@@ -200,7 +133,7 @@ class TcpChannel:
         self._serialize_of: dict[int, SerializeType] = {}
         self._lost_answers: set[int] = set()
         self._open = True
-        # Set on the socket thread the moment the connection is gone (``_open`` follows on the loop, in order). What
+        # Set the moment the connection is gone (``_open`` follows in a later turn, after ``closed``). What
         # it still has queued runs all the same, as RocketMQ's executors run the tasks of a closed channel: a oneway
         # send or offset commit a client wrote just before it closed is kept; only the answers go nowhere.
         self.lost = False
@@ -213,8 +146,8 @@ class TcpChannel:
         self.held = 0
         self._held_opaques: set[int] = set()
         self._parked: collections.deque[Work] = collections.deque()
-        # Answer bytes handed to the socket thread (runtime loop counts) and written by it (socket thread counts):
-        # the difference is what is on its way, before the transport's buffer shows it.
+        # Answer bytes handed on and written: the difference is what is on its way from another thread (posted),
+        # before the transport's buffer shows it.
         self._bytes_queued = 0
         self._bytes_written = 0
         self.paused: set[str] = set()
@@ -222,13 +155,8 @@ class TcpChannel:
         self.frame_started = 0.0
         self.partial = 0
         self.unsent = 0
-        # Set on the socket thread by the first frame handed on: until then the runtime loop has never seen it.
+        # Set by the first frame handed on: until then the nodes have never seen the connection.
         self.dispatched = False
-        # Answers are written by the runtime loop itself when nothing waits before them (``_send_now``), else by the
-        # socket thread in order; the lock keeps the two from interleaving.
-        self._write_lock = threading.Lock()
-        self._posted_writes = 0
-        self._direct: socket.socket | None = None
 
     @property
     def active(self) -> bool:
@@ -247,53 +175,18 @@ class TcpChannel:
         except Exception as error:  # too large, or a value the header cannot hold: this answer is lost, not the loop
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
-        with self._write_lock:
-            if not self._posted_writes and self._send_now(data):
-                return
-            self._posted_writes += 1
-            self._bytes_queued += len(data)
-        self.endpoint.wire.call(lambda: self._send_bytes(data))
-
-    def _send_now(self, data: bytes) -> bool:
-        """Runtime loop, under the write lock: write the whole answer to the socket at once when nothing is waiting
-        to go before it, sparing the hand-off to the socket thread (which a busy socket thread would delay). False:
-        it is for the socket thread to write."""
-        transport = self.transport
-        if transport.is_closing() or transport.get_write_buffer_size():
-            return False
-        sock = self._direct
-        if sock is None:
-            # A duplicate of the socket, never its number: the socket thread may close and reuse that number at
-            # any moment, and an answer must never reach another connection.
-            raw = transport.get_extra_info("socket")
-            try:
-                sock = self._direct = socket.socket(fileno=os.dup(raw.fileno()))
-            except (AttributeError, OSError, ValueError):
-                return False
-            sock.setblocking(False)
-        try:
-            sent = sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError:  # the connection broke: the socket thread sees it close
-            return True
-        if sent < len(data):
-            self._bytes_queued += len(data) - sent
-            self._posted_writes += 1
-            rest = data[sent:]
-            self.endpoint.wire.call(lambda: self._send_bytes(rest))
-        self.endpoint.guard.active(self)
-        return True
+        self._bytes_queued += len(data)
+        # On the loop (the served nodes' runtime is the socket loop) the answer goes out now; from another thread
+        # (a test's direct call) it is posted, in order.
+        self.endpoint.wire.now_or_later(lambda: self._send_bytes(data))
 
     def _send_bytes(self, data: bytes) -> None:
-        """Socket thread: write, unless the client stopped reading (its unsent answers would grow without bound)."""
+        """Write, unless the client stopped reading (its unsent answers would grow without bound)."""
         transport = self.transport
-        with self._write_lock:
-            self._posted_writes -= 1
-            self._bytes_written += len(data)
-            if transport.is_closing():
-                return
-            transport.write(data)
+        self._bytes_written += len(data)
+        if transport.is_closing():
+            return
+        transport.write(data)
         guard = self.endpoint.guard
         guard.active(self)
         if transport.get_write_buffer_size() > self.endpoint.limits.max_unsent_bytes:
@@ -304,12 +197,12 @@ class TcpChannel:
             self.endpoint.runtime.call_soon(self.unpark)
 
     def drop(self, why: str) -> None:
-        """Socket thread: close at once, answers unsent (an idle, slow or non-reading client)."""
+        """Close at once, answers unsent (an idle, slow or non-reading client)."""
         log.info("%s: closing %s: %s", self.endpoint.node, self.remote_addr, why)
         self.lost = True
         self.transport.abort()
 
-    # socket thread: what stops reading ------------------------------------------------------------------------------
+    # what stops reading ---------------------------------------------------------------------------------------------
     def _ran(self) -> None:
         self.waiting -= 1
         if self.waiting < self.endpoint.limits.max_requests_in_flight:
@@ -322,21 +215,21 @@ class TcpChannel:
         else:
             self.endpoint.guard.resume(self, HELD)
 
-    # runtime loop ---------------------------------------------------------------------------------------------------
+    # the server side ------------------------------------------------------------------------------------------------
     def ran(self) -> None:
         """A request of this connection ran (or was answered busy): one fewer waiting."""
-        self.endpoint.wire.call(self._ran)
+        self.endpoint.wire.now_or_later(self._ran)
 
     def hold(self, opaque: int) -> None:
         """The server answers this request later (a held pull): it counts against ``max_held_requests``."""
         if opaque not in self._held_opaques:
             self._held_opaques.add(opaque)
-            self.endpoint.wire.call(lambda: self._held_by(1))
+            self.endpoint.wire.now_or_later(lambda: self._held_by(1))
 
     @property
     def unread(self) -> bool:
-        """The client leaves answers unread past the high-water mark (counting those on their way to the socket
-        thread): its next requests wait (``park``)."""
+        """The client leaves answers unread past the high-water mark (counting those still on their way): its next
+        requests wait (``park``)."""
         return WRITE in self.paused or \
             self._bytes_queued - self._bytes_written > self.endpoint.limits.write_high_water
 
@@ -360,7 +253,7 @@ class TcpChannel:
         serialize = requested if requested is not None else self.serialize
         if response.opaque in self._held_opaques:
             self._held_opaques.discard(response.opaque)
-            self.endpoint.wire.call(lambda: self._held_by(-1))
+            self.endpoint.wire.now_or_later(lambda: self._held_by(-1))
         if response.opaque in self._lost_answers:  # a drop_response fault, also for an answer given later (long poll)
             self._lost_answers.discard(response.opaque)
             return
@@ -393,10 +286,10 @@ class TcpChannel:
 
     def close(self) -> None:
         transport = self.transport
-        self.endpoint.wire.call(transport.close)
+        self.endpoint.wire.now_or_later(transport.close)
 
     def closed(self) -> None:
-        """The socket is gone (runtime loop): fail waits, tell the server the client left."""
+        """The socket is gone: fail waits, tell the server the client left."""
         if not self._open:
             return
         self._open = False
@@ -430,7 +323,7 @@ class TcpChannel:
 
 class _Protocol(asyncio.BufferedProtocol):
     """One connection's bytes into frames. Reads are at most ``READ_CHUNK_BYTES`` so that one connection full of
-    small requests cannot hold the socket thread for long nor read far past its in-flight limit in one go."""
+    small requests cannot hold the loop for long nor read far past its in-flight limit in one go."""
 
     def __init__(self, endpoint: TcpEndpoint) -> None:
         self.endpoint = endpoint
@@ -438,7 +331,7 @@ class _Protocol(asyncio.BufferedProtocol):
         self.channel: TcpChannel | None = None
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        # One buffer for all connections: the socket thread reads into it and copies out before the next read.
+        # One buffer for all connections: the loop reads into it and copies out before the next read.
         return self.endpoint.read_view
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -509,14 +402,10 @@ class _Protocol(asyncio.BufferedProtocol):
         if channel is None:
             return
         channel.lost = True
-        with channel._write_lock:
-            if channel._direct is not None:
-                channel._direct.close()  # the last descriptor of the socket: the peer sees the close now
-                channel._direct = None
         self.endpoint.guard.left(channel)
         self.endpoint.connections.discard(channel)
         if not channel.dispatched:
-            # Nothing of it ever reached the runtime loop (garbage, or a connection that never spoke): there is
+            # Nothing of it ever reached a node (garbage, or a connection that never spoke): there is
             # nobody to tell, and a connection churning attacker costs the loop nothing.
             channel._open = False
             return
@@ -558,7 +447,7 @@ class TcpEndpoint:
         self.read_buffer = bytearray(READ_CHUNK_BYTES)
         self.read_view = memoryview(self.read_buffer)
         self.port = 0
-        # Refused requests and their answers, for observers to see on the runtime loop (socket thread appends).
+        # Refused requests and their answers, for observers to see in a later turn (a batch for many refusals).
         self._refusals: collections.deque[tuple[TcpChannel, RemotingCommand, RemotingCommand]] = collections.deque(
             maxlen=_MAX_REFUSALS_OBSERVED)
         self._refusals_scheduled = False
@@ -637,7 +526,7 @@ class TcpEndpoint:
         """Requests answered SYSTEM_BUSY because they waited too long (BrokerFastFailure)."""
         return self._queues.expired if self._queues is not None else 0
 
-    # socket thread --------------------------------------------------------------------------------------------------
+    # as frames are read ---------------------------------------------------------------------------------------------
     def received(self, channel: TcpChannel, command: RemotingCommand, serialize: SerializeType, size: int) -> None:
         """A decoded frame: queue it for its executor, or answer SYSTEM_BUSY when the queue is full."""
         assert self._queues is not None
@@ -672,14 +561,13 @@ class TcpEndpoint:
         except Exception:  # the header of the request cannot be echoed back: the client times out instead
             return
         self.busy_answers += 1
-        with channel._write_lock:
-            channel.transport.write(data)
+        channel.transport.write(data)
         self._refusals.append((channel, command, busy))
         if not self._refusals_scheduled:
             self._refusals_scheduled = True
             self.runtime.call_soon(self._observe_refusals)
 
-    # runtime loop ---------------------------------------------------------------------------------------------------
+    # as requests run ------------------------------------------------------------------------------------------------
     def _observe_refusals(self) -> None:
         self._refusals_scheduled = False
         while self._refusals:

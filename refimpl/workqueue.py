@@ -1,6 +1,6 @@
 """Requests waiting for a served node: one bounded queue per executor, drained fairly on the runtime loop.
 
-The socket thread offers each decoded request to its node's queue for the request's executor
+The transport offers each decoded request to its node's queue for the request's executor
 (``BROKER_EXECUTOR_OF``; a name server has one); the runtime loop takes them one node at a time, round robin, and a
 node's executors round robin too, so a flood of one kind of request on one node never starves another node (a route
 lookup while a broker is flooded) or another kind (sends while pulls pile up). A full queue, or a server whose
@@ -8,7 +8,8 @@ waiting requests hold their share of the byte budget, refuses the request: the c
 ``OVERLOAD_REMARK`` (NettyRemotingAbstract). A request taken after waiting past its executor's limit is handed back
 as expired, to be answered with ``TIMEOUT_CLEAN_QUEUE_REMARK`` (BrokerFastFailure).
 
-Offers come from the socket thread and takes from the runtime thread: one lock guards the queues and the counters.
+A served cluster's runtime loop is its socket loop (``wireloop.WireRuntime``), so offers and takes are on one
+thread there; the lock keeps the queues whole for any other caller (``hold``/``release``, a runtime of its own).
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ class WorkQueues:
         self._nodes: list[NodeQueues] = []
         self._next = 0
         self._scheduled = False
+        self._held = False
         self.queued_bytes = 0
         self.queued = 0
 
@@ -170,6 +172,21 @@ class WorkQueues:
             self._call_soon(self._drain)
         return True
 
+    def hold(self) -> None:
+        """Stop taking requests until ``release``: a stalled server, whose queues fill (and refuse past capacity)
+        while connections are still read, answers still written and timers still run."""
+        with self._lock:
+            self._held = True
+
+    def release(self) -> None:
+        """Take requests again (``hold``); those that waited past their limit are answered busy, as any."""
+        with self._lock:
+            self._held = False
+            schedule = not self._scheduled and self.queued > 0
+            self._scheduled = self._scheduled or schedule
+        if schedule:
+            self._call_soon(self._drain)
+
     def _take(self) -> tuple[Work, NodeQueues, int] | None:
         """The next request, one node after another (caller holds the lock), with its executor's queue size."""
         count = len(self._nodes)
@@ -187,7 +204,7 @@ class WorkQueues:
         """Runtime loop: run up to ``DRAIN_BATCH`` requests, then come back later if more wait."""
         for _ in range(DRAIN_BATCH):
             with self._lock:
-                taken = self._take()
+                taken = None if self._held else self._take()
                 if taken is None:
                     self._scheduled = False
                     return

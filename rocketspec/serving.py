@@ -17,7 +17,6 @@ from rocketspec.refimpl.limits import MIB, ServerLimits
 from rocketspec.spec.protocol import SERVER_CHANNEL_MAX_IDLE_S
 
 DEFAULT_PORT = 9876
-SERVE_SWITCH_INTERVAL_S = 0.0005
 SEND_MODES = ("SYNC", "ASYNC")
 SEND_MODE_HELP = ("how the producers send (SYNC or ASYNC; they look alike on the wire): with it the trace records send "
                   "attempts and results of messages with a UNIQ_KEY, judged by the send-retry rules of that mode")
@@ -109,9 +108,6 @@ def _broker_ports(first: int, brokers: int) -> list[int]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    # The sockets and the servers run on two threads that hand every request to each other; under load the one
-    # waiting for the interpreter lock would wait up to the 5 ms default switch interval at each hand-off.
-    sys.setswitchinterval(SERVE_SWITCH_INTERVAL_S)
     from rocketspec.refimpl.served import ServedCluster
 
     _check_trace_dir(args.trace, args.force)

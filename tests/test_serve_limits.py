@@ -5,8 +5,8 @@ Rules checked: a request past its executor's queue capacity is answered SYSTEM_B
 the name server's requests are taken in turn with a flooded broker's, never behind all of them; the requests a
 connection sent before it closed still run (not a heartbeat, nor once the broker stopped); a connection is not read
 while it has too many requests unanswered, and is read again once they are answered; idle connections and frames
-that never complete are closed; connections past ``max_connections`` are refused. Each test holds the runtime loop
-on a gate to make the queues fill deterministically.
+that never complete are closed; connections past ``max_connections`` are refused. Each test holds the queues
+(``WorkQueues.hold``) to make them fill deterministically.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import socket
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -42,22 +41,15 @@ WAIT_S = 10.0
 
 
 @contextmanager
-def held_loop(served: ServedCluster) -> Iterator[threading.Event]:
-    """The runtime loop blocked until the block ends (or 20 s pass): requests only queue meanwhile."""
-    gate = threading.Event()
-    entered = threading.Event()
-
-    def block() -> None:
-        entered.set()
-        gate.wait(20)
-
-    assert served.cluster is not None
-    served.cluster.runtime.call_soon(block)
-    assert entered.wait(5)
+def held_loop(served: ServedCluster) -> Iterator[None]:
+    """No request taken from the queues until the block ends: requests only queue meanwhile (the socket loop still
+    reads, writes busy answers and runs timers, as a server whose executors are all busy)."""
+    assert served.queues is not None
+    served.queues.hold()
     try:
-        yield gate
+        yield
     finally:
-        gate.set()
+        served.queues.release()
 
 
 def unknown(code: int = UNKNOWN_CODE) -> RemotingCommand:

@@ -28,7 +28,7 @@ from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.message import encode_properties
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
-from rocketspec.refimpl.tcp import LOOP_ENV
+from rocketspec.refimpl.wireloop import LOOP_ENV
 from rocketspec.spec.protocol import (
     MAX_FRAME_BYTES,
     RPC_ONEWAY_FLAG,

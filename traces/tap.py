@@ -36,7 +36,8 @@ from rocketspec.refimpl.events import EventLog
 from rocketspec.refimpl.frame import FrameError, decode
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.route import dumps_java, loads_lenient
-from rocketspec.refimpl.tcp import WireFrame, WireLoop
+from rocketspec.refimpl.tcp import WireFrame
+from rocketspec.refimpl.wireloop import WireLoop
 from rocketspec.spec.protocol import MAX_FRAME_BYTES, RequestCode, ResponseCode
 from rocketspec.traces.recording import FORMATS, TraceRecorder, TraceWriteError
 from rocketspec.traces.wiretap import WireEvents
