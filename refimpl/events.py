@@ -284,14 +284,15 @@ class EventLog:
         if subscriber in self._subscribers:
             self._subscribers.remove(subscriber)
 
-    def emit(self, event: Event) -> Event:
-        """Stamp ``event`` (just built by the emitter, not yet shared) and hand it out."""
+    def emit(self, event: Event, *, ts_ms: int | None = None) -> Event:
+        """Stamp ``event`` (just built by the emitter, not yet shared) and hand it out. ``ts_ms``: when it happened,
+        for an event emitted after work that took time (its ``seq`` still says where it came)."""
         if not self.keep and not self._subscribers:
             self._seq += 1
             return event
         # Stamping in place instead of attrs.evolve: emitting is on every hot path and the object is still private.
         object.__setattr__(event, "seq", self._seq)
-        object.__setattr__(event, "ts_ms", self._clock())
+        object.__setattr__(event, "ts_ms", self._clock() if ts_ms is None else ts_ms)
         self._seq += 1
         if self.keep:
             self.events.append(event)

@@ -132,28 +132,29 @@ class WireRuntime(RealRuntime):
         return self._wire.in_loop()
 
     def call_later(self, delay_ms: int, fn: Callable[[], Any], *, daemon: bool = False) -> Timer:
-        delay = max(0, delay_ms) / 1000
-        timer = Timer(int((time.monotonic() + delay) * 1000), fn, daemon)
+        due = time.monotonic() + max(0, delay_ms) / 1000
+        timer = Timer(int(due * 1000), fn, daemon)
         if not daemon:
             self._foreground.add(timer)
             timer.on_cancel = self._forget
         if self._wire.in_loop():
-            self._schedule(timer, delay)
+            self._schedule(timer, due)
         else:
-            self._wire.call(lambda: self._schedule(timer, delay))
+            self._wire.call(lambda: self._schedule(timer, due))
         return timer
 
     def _forget(self, timer: Timer) -> None:
         self._foreground.discard(timer)
 
-    def _schedule(self, timer: Timer, delay: float) -> None:
+    def _schedule(self, timer: Timer, due: float) -> None:
         if timer.cancelled or self._closed:
             return
         loop = self._wire.loop
+        delay = due - time.monotonic()
         if delay <= 0:
-            loop.call_soon(self._fire, timer)
+            loop.call_soon(self._fire, timer, due)
             return
-        handle = loop.call_later(delay, self._fire, timer)
+        handle = loop.call_later(delay, self._fire, timer, due)
         forget = self._forget if not timer.daemon else None
 
         def cancelled(t: Timer) -> None:
@@ -168,8 +169,13 @@ class WireRuntime(RealRuntime):
 
         timer.on_cancel = cancelled
 
-    def _fire(self, timer: Timer) -> None:
+    def _fire(self, timer: Timer, due: float) -> None:
         if timer.cancelled or self._closed:
+            return
+        if time.monotonic() < due:
+            # uvloop keeps time in whole milliseconds and rounds delays to them, so a timer can come due up to a
+            # millisecond early: a timer never runs before its time (a delay level, a held pull's end).
+            self._schedule(timer, due)
             return
         timer.ran = True
         if not timer.daemon:

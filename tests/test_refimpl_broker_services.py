@@ -229,6 +229,29 @@ def test_send_back_parks_a_retry_with_level_three_plus_reconsume_times(h: Broker
     assert second.properties["RETRY_TOPIC"] == TOPIC
 
 
+def test_a_send_back_is_stamped_as_of_its_put_however_long_the_put_takes(h: BrokerHarness,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """retry_delay_dlq (b), RETRY-1/2: the copy's delay runs from the put's store timestamp, so the sendback row must
+    not be stamped later than that: a put that took 5 ms (a loaded machine) once made a copy look 5 ms early."""
+    offset = h.commit_log_offset(h.send(TOPIC, b"payload", queue_id=1))
+    put = h.broker.put_message
+
+    def slow_put(msg: MessageToStore) -> PutResult:
+        result = put(msg)
+        h.runtime.advance(5)  # what the put wakes (held pulls, observers) takes time after the store timestamp
+        return result
+
+    monkeypatch.setattr(h.broker, "put_message", slow_put)
+    assert send_back(h, offset).code == ResponseCode.SUCCESS
+    monkeypatch.undo()
+    [event] = h.events.of(SendBack)
+    parked = h.messages(SCHEDULE_TOPIC, 2)[0]
+    assert event.ts_ms <= parked.store_timestamp
+    h.runtime.run_until_idle()
+    [delivered] = stored_in(h, "%RETRY%CG")
+    assert delivered.ts_ms >= event.ts_ms + DELAY_LEVEL_MILLIS[2]
+
+
 def test_send_back_with_an_explicit_level(h: BrokerHarness) -> None:
     offset = h.commit_log_offset(h.send(TOPIC))
     assert send_back(h, offset, 7).code == ResponseCode.SUCCESS

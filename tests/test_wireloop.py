@@ -1,10 +1,10 @@
 """The served nodes' runtime on the sockets' loop (``refimpl/wireloop.py``) and the queues' hold (``workqueue.py``).
 
-Rules checked: every callback of a ``WireRuntime`` runs on the wire loop's thread, timers in due order, a cancelled
-timer never (cancelled before or after it reached the loop), nothing after ``close``; ``run_until_idle`` waits for
-foreground timers and not for daemon ones; ``submit`` from another thread returns the result and a blocking wait on
-the loop is refused, never a deadlock; in a served cluster a request is handled on the thread that read it; held
-queues take nothing until released and refuse past capacity meanwhile.
+Rules checked: every callback of a ``WireRuntime`` runs on the wire loop's thread, timers in due order and never
+before their time, a cancelled timer never (cancelled before or after it reached the loop), nothing after
+``close``; ``run_until_idle`` waits for foreground timers and not for daemon ones; ``submit`` from another thread
+returns the result and a blocking wait on the loop is refused, never a deadlock; in a served cluster a request is
+handled on the thread that read it; held queues take nothing until released and refuse past capacity meanwhile.
 """
 
 from __future__ import annotations
@@ -46,6 +46,32 @@ def test_timers_run_on_the_wire_thread_in_due_order(runtime: tuple[WireLoop, Wir
     rt.call_soon(lambda: seen.append(("soon", wire.in_loop())))
     rt.wait(done, timeout_ms=5000)
     assert seen == [("soon", True), ("early", True), ("late", True)]
+
+
+def test_a_timer_never_runs_before_its_time(runtime: tuple[WireLoop, WireRuntime]) -> None:
+    # uvloop keeps time in whole milliseconds and rounds delays to them: without the check a timer comes due up to a
+    # millisecond early, and a delayed message is delivered a millisecond before its level's delay has passed.
+    _, rt = runtime
+    early: list[float] = []
+    done: Future[None] = Future()
+    remaining = [300]
+
+    def arm(delay_ms: int) -> None:
+        set_at = time.monotonic()
+
+        def fired() -> None:
+            if time.monotonic() - set_at < delay_ms / 1000:
+                early.append(time.monotonic() - set_at)
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                done.set_result(None)
+
+        rt.call_later(delay_ms, fired)
+
+    for i in range(remaining[0]):
+        rt.call_soon(lambda i=i: arm(1 + i % 3))
+    rt.wait(done, timeout_ms=10_000)
+    assert early == []
 
 
 def test_a_cancelled_timer_never_runs(runtime: tuple[WireLoop, WireRuntime]) -> None:

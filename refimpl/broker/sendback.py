@@ -145,6 +145,10 @@ def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channe
         born_host=original.born_host,
         reconsume_times=original.reconsume_times + 1,
     )
+    # The copy's delay runs from its store timestamp, taken in the put: the sendback is stamped as of before the
+    # put, so that however long the put and what it wakes take, the copy is never seen earlier than the sendback's
+    # time plus the delay (retry_delay_dlq, RETRY-1/2).
+    sent_back_at = broker.runtime.now_ms()
     result = broker.put_message(inner)
     if result.status is not PutMessageStatus.PUT_OK:
         return request.response(ResponseCode.SYSTEM_ERROR, remark=result.status.name)
@@ -160,7 +164,7 @@ def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channe
         via="broker",
         max_reconsume_times=max_times,
         broker=broker.name,
-    ))
+    ), ts_ms=sent_back_at)
     return request.response(ResponseCode.SUCCESS)
 
 
