@@ -41,7 +41,7 @@ WAIT_S = 10.0
 
 
 @contextmanager
-def held_loop(served: ServedCluster) -> Iterator[None]:
+def held_queues(served: ServedCluster) -> Iterator[None]:
     """No request taken from the queues until the block ends: requests only queue meanwhile (the socket loop still
     reads, writes busy answers and runs timers, as a server whose executors are all busy)."""
     assert served.queues is not None
@@ -90,7 +90,7 @@ def test_a_full_queue_answers_system_busy_overload_at_once() -> None:
     limits = ServerLimits(queue_capacity={Executor.ADMIN: 3})
     with ServedCluster(limits=limits) as served, WireClient(served.broker_addrs["broker-a"]) as client:
         requests = [unknown() for _ in range(8)]
-        with held_loop(served):
+        with held_queues(served):
             for request in requests:
                 client.send(request)
             # The refusals come from the socket thread while the loop is still held.
@@ -108,7 +108,7 @@ def test_a_send_that_waited_past_200_ms_is_answered_timeout_clean_queue() -> Non
             "producerGroup": "PG", "topic": TOPIC, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
             "queueId": 0, "sysFlag": 0, "bornTimestamp": 0, "flag": 0, "properties": "", "reconsumeTimes": 0,
             "unitMode": False, "batch": False}, body=b"late")
-        with held_loop(served):
+        with held_queues(served):
             client.send(request)
             time.sleep(0.3)  # at least the 200 ms of waitTimeMillsInSendQueue; longer only makes it surer
         response = client.response_to(request.opaque)
@@ -124,7 +124,7 @@ def test_fast_failure_off_runs_a_request_however_long_it_waited() -> None:
             WireClient(served.namesrv_addr) as client:
         served.create_topic(TOPIC, queues=1)
         request = route()
-        with held_loop(served):
+        with held_queues(served):
             client.send(request)
             time.sleep(0.3)
         assert client.response_to(request.opaque).code == ResponseCode.SUCCESS
@@ -138,7 +138,7 @@ def test_the_name_server_is_served_in_turn_with_a_flooded_broker() -> None:
         order: list[str] = []
         served.add_observer(lambda frame: order.append(frame.node) if not frame.from_client else None)
         flooding = [unknown() for _ in range(500)]
-        with held_loop(served):
+        with held_queues(served):
             for request in flooding:
                 flood.send(request)
             assert wait_until(lambda: served.load()["queued_requests"] == 500)
@@ -161,7 +161,7 @@ def test_requests_of_a_closed_connection_still_run() -> None:
         served.create_topic(TOPIC, queues=1)
         seen: list[int] = []
         served.add_observer(lambda frame: seen.append(frame.command.code) if frame.from_client else None)
-        with held_loop(served):
+        with held_queues(served):
             with WireClient(served.broker_addrs["broker-a"]) as client:
                 for i in range(5):
                     client.send(oneway(requests.send_v2("PG", TOPIC, f"m{i}".encode())))
@@ -182,7 +182,7 @@ def test_a_heartbeat_of_a_closed_connection_registers_nobody() -> None:
     with ServedCluster() as served:
         served.create_topic(TOPIC, queues=1)
         subscription = requests.subscription_json(TOPIC)
-        with held_loop(served):
+        with held_queues(served):
             with WireClient(served.broker_addrs["broker-a"]) as client:
                 # More than one drain batch, so that the close is handled before the last ones are reached.
                 for i in range(DRAIN_BATCH + 8):
@@ -202,7 +202,7 @@ def test_requests_of_connections_a_stopping_broker_drops_die_with_it() -> None:
     with ServedCluster() as served:
         served.create_topic(TOPIC, queues=1)
         assert served.cluster is not None
-        with held_loop(served):
+        with held_queues(served):
             with WireClient(served.broker_addrs["broker-a"]) as client:
                 for i in range(5):
                     client.send(oneway(requests.send_v2("PG", TOPIC, f"m{i}".encode())))
@@ -235,7 +235,7 @@ def test_a_burst_on_one_connection_delays_another_connections_request_by_one_not
                             if frame.from_client else None)
         with WireClient(served.broker_addrs["broker-a"]) as burst, \
                 WireClient(served.broker_addrs["broker-a"]) as single:
-            with held_loop(served):
+            with held_queues(served):
                 for _ in range(100):
                     burst.send(RemotingCommand.request(UNKNOWN_CODE, {"who": "burst"}))
                 assert wait_until(lambda: served.load()["queued_requests"] == 100)
@@ -249,7 +249,7 @@ def test_a_connection_is_not_read_past_its_requests_in_flight_and_is_read_again_
     limits = ServerLimits(max_requests_in_flight=4)
     with ServedCluster(limits=limits) as served, WireClient(served.broker_addrs["broker-a"]) as client:
         requests = [unknown() for _ in range(40)]
-        with held_loop(served):
+        with held_queues(served):
             for request in requests:
                 client.send(request)
             time.sleep(0.3)  # let the server read what it will
