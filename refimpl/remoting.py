@@ -12,8 +12,9 @@ transport only has to encode and decode frames.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -328,11 +329,35 @@ class Faults:
     def __init__(self, runtime: Runtime, events: EventLog | None = None) -> None:
         self._runtime = runtime
         self._events = events
+        #: Every rule added and not removed, exhausted ones too (their ``fired`` counts stay readable).
         self.rules: list[FaultRule] = []
+        # The rules that may still fire, by request code (None: any code), each as (order added, rule): a long run
+        # adds thousands of rules of a few firings each, and every request would otherwise scan them all.
+        self._armed: dict[int | None, list[tuple[int, FaultRule]]] = {}
+        self._added = itertools.count()
+
+    @property
+    def armed(self) -> bool:
+        """Whether any rule may still fire (the transports skip ``decide`` otherwise)."""
+        return any(self._armed.values())
 
     def add(self, rule: FaultRule) -> FaultRule:
         self.rules.append(rule)
+        if rule.times is None or rule.fired < rule.times:
+            entry = (next(self._added), rule)
+            codes: Iterable[int | None] = (
+                [rule.code] if rule.code is None or isinstance(rule.code, int) else sorted(rule.code))
+            for code in codes:
+                self._armed.setdefault(code, []).append(entry)
         return rule
+
+    def _disarm(self, gone: Callable[[FaultRule], bool]) -> None:
+        for code, entries in list(self._armed.items()):
+            kept = [entry for entry in entries if not gone(entry[1])]
+            if kept:
+                self._armed[code] = kept
+            else:
+                del self._armed[code]
 
     def fail(
         self,
@@ -374,26 +399,37 @@ class Faults:
     def remove(self, rule: FaultRule) -> None:
         if rule in self.rules:
             self.rules.remove(rule)
+        self._disarm(lambda armed: armed is rule)
 
     def clear(self) -> None:
         self.rules.clear()
+        self._armed.clear()
 
     def decide(self, target: str, code: int, client: str) -> list[FaultRule]:
-        """The rules that fire for this request, counted as fired and reported as events."""
+        """The rules that fire for this request, counted as fired and reported as events (in the order added)."""
+        specific, wild = self._armed.get(code), self._armed.get(None)
+        if specific and wild:
+            candidates = sorted([*specific, *wild], key=operator.itemgetter(0))
+        else:
+            candidates = specific or wild or []
         fired = []
-        for rule in self.rules:
+        spent = False
+        for _, rule in candidates:
             if not rule.matches(target, code, client):
                 continue
             if rule.probability < 1.0 and self._runtime.random.random() >= rule.probability:
                 continue
             rule.fired += 1
             fired.append(rule)
+            spent = spent or (rule.times is not None and rule.fired >= rule.times)
             if self._events is not None:
                 detail = ResponseCode(rule.response_code).name if rule.action == "fail" else ""
                 if rule.action == "delay":
                     detail = f"{rule.delay_ms} ms"
                 self._events.emit(FaultInject(node=client, target=target, code=code, action=rule.action,
                                               detail=detail))
+        if spent:
+            self._disarm(lambda rule: rule.times is not None and rule.fired >= rule.times)
         return fired
 
 
@@ -597,7 +633,7 @@ class Network:
             return future
         oneway = request.is_oneway
         target = conn.server.node
-        rules = self.faults.decide(target, request.code, endpoint.node) if self.faults.rules else []
+        rules = self.faults.decide(target, request.code, endpoint.node) if self.faults.armed else []
         if rules:
             actions = {r.action for r in rules}
             extra = sum(r.delay_ms for r in rules if r.action == "delay")

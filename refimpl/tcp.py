@@ -638,7 +638,7 @@ class TcpEndpoint:
             return
         channel.server = server
         rules = self.faults.decide(self.node, command.code, channel.remote_addr) if self.faults and \
-            self.faults.rules else []
+            self.faults.armed else []
         if not rules:
             self._process(server, channel, command, respond=True)
             return

@@ -86,6 +86,45 @@ def test_spark_expressions_match_the_python_helpers(spark: Any) -> None:
     assert [r["m"] for r in got] == [inv.tag_matches(e, t) for e, t in cases]
 
 
+def test_the_delay_column_is_delay_millis_on_every_level_and_table(spark: Any) -> None:
+    """RETRY-1/2: the column expression retry_delay_dlq uses for a level's delay equals the oracle for every level a
+    row can carry (clamped to the table as the checker does) and tables of every length 1..18."""
+    from pyspark.sql import functions as F
+
+    from rocketspec.spec.consume_retry import delay_millis
+    from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
+
+    tables = [DELAY_LEVEL_MILLIS[:n] for n in range(1, 19)] + [(7,), (5, 3), tuple(range(100, 1900, 100))]
+    cases = [(level, list(table)) for table in tables for level in range(1, 37)]
+    got = (spark.createDataFrame(cases, "level int, delay_table array<bigint>")
+           .withColumn("clamped", F.least("level", F.size("delay_table")))
+           .select("level", "delay_table", sc.delay_millis_column("clamped", "delay_table").alias("d")).collect())
+    assert [r["d"] for r in got] == [delay_millis(min(level, len(t)), tuple(t)) for level, t in cases]
+
+
+def test_decision_tables_give_the_oracle_per_distinct_input(spark: Any) -> None:
+    """A decision table evaluates the oracle once per distinct input tuple (nulls included) and every row gets its
+    tuple's answer."""
+    from rocketspec.spec.send_retry import attempt_within_budget
+
+    rows = [("SYNC", 2, 2, 0, 3000), ("ASYNC", 1, 4, 3001, 3000), ("ONEWAY", 0, 0, -1, -5), ("BOGUS", 2, 2, 5, 5),
+            (None, 3, 1, 7, 6), ("SYNC", 2, 2, 0, 3000)]
+    df = spark.createDataFrame(rows, "mode string, rt int, rta int, elapsed bigint, budget bigint")
+    calls: list[tuple[Any, ...]] = []
+
+    def limit(*args: Any) -> int | None:
+        calls.append(args)
+        return sc.attempt_limit_or_none(*args)
+
+    checker = sc._Checker(spark, df, {}, 1)
+    out = checker.decided(checker.decided(df, ["mode", "rt", "rta"], "most", "int", limit),
+                          ["elapsed", "budget"], "within", "boolean", attempt_within_budget).collect()
+    assert len(calls) == len(set(calls)) == 5
+    assert sorted((r["mode"] or "", r["most"] or 0, r["within"]) for r in out) == sorted(
+        (m or "", sc.attempt_limit_or_none(m, rt, rta) or 0, attempt_within_budget(e, b)) for m, rt, rta, e, b in rows)
+    assert sc.send_back_target_or_none(0, 16) == "RETRY" and sc.send_back_target_or_none(16, 16) == "DLQ"
+
+
 def test_a_single_file_and_plain_parquet_with_a_trace_id_column(tmp_path: Path, spark: Any) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

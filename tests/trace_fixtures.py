@@ -863,6 +863,39 @@ def _two_send_backs(name: str, second_early_ms: int) -> list[Row]:
     return _rows_of(name, tail=tail)
 
 
+def _client_copy_then_broker_copy(name: str, broker_early_ms: int) -> list[Row]:
+    """c1's sendback request for m3's count-1 copy fails, so c1 stores the count-2 copy itself through the schedule
+    topic (a via-client sendback row, RETRY-16); the request reaches broker-a anyway, 200 ms later, and broker-a
+    makes a copy too. Both are delayed by level 4 (30 s): the client's copy is stored when due, the broker's
+    ``broker_early_ms`` before its due time. Pairing the broker's sendback with the first put (the client's copy,
+    200 ms before the broker's due time) would misjudge; rule (b) pairs the copies in the order they are due."""
+    def tail(b: TraceBuilder) -> None:
+        again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
+        assert again.topic == RETRY_TOPIC and again.delay_level >= 1
+        delay = delay_millis(again.delay_level)
+        own = b.sendback(C1, GROUP, RETRY_TOPIC, "m3", again.reconsume_times, RETRY_TOPIC,
+                         delay_level=again.delay_level, via="client", max_reconsume_times=3, label="sendback:m3:own")
+        b.advance(200)
+        sent = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
+                                 delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:broker")
+        b.now = own["ts_ms"] + delay
+        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:own")
+        b.now = sent["ts_ms"] + delay - broker_early_ms
+        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:broker")
+    return _rows_of(name, tail=tail)
+
+
+def _retry_broker_copy_early_beside_client_copy() -> list[Row]:
+    """(b): beside c1's own copy of m3 (stored when due), broker-a's copy is stored 1 ms before its delay; the
+    violation names broker-a's sendback."""
+    return _client_copy_then_broker_copy("violates-retry_delay_dlq/broker_copy_early_beside_client_copy", 1)
+
+
+def _allowed_client_copy_due_first() -> list[Row]:
+    """(b): c1's own copy of m3 and broker-a's, 200 ms apart, each stored when due."""
+    return _client_copy_then_broker_copy("allowed-client_copy_due_first", 0)
+
+
 def _retry_second_copy_too_early() -> list[Row]:
     """(b): of two sendbacks of m3 with the same count, the second one's copy is stored 1 ms before its delay
     (RETRY-8); the violation names the second sendback."""
@@ -1248,6 +1281,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "retry_delay_dlq/dlq_before_default_limit": _retry_dlq_before_default_limit,
     "retry_delay_dlq/retry_past_limit": _retry_past_limit,
     "retry_delay_dlq/second_copy_too_early": _retry_second_copy_too_early,
+    "retry_delay_dlq/broker_copy_early_beside_client_copy": _retry_broker_copy_early_beside_client_copy,
 }
 
 #: Variants that look suspicious but violate nothing.
@@ -1277,6 +1311,7 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "dlq_requested_below_max": _allowed_dlq_requested_below_max,
     "two_send_backs_same_count": _allowed_two_send_backs_same_count,
     "retry_put_before_send_back": _allowed_retry_put_before_send_back,
+    "client_copy_due_first": _allowed_client_copy_due_first,
     "client_send_back_reports": _allowed_client_send_back_reports,
     "check_after_other_broker_discard": _allowed_check_after_other_broker_discard,
     "duplicate_shared_queue": _allowed_duplicate_shared_queue,
@@ -1359,6 +1394,8 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "retry_delay_dlq/dlq_before_default_limit": (_at("sendback", msg_id="m5", target=DLQ_TOPIC),),
     "retry_delay_dlq/retry_past_limit": (_at("sendback", msg_id="m5", topic=RETRY_TOPIC),),
     "retry_delay_dlq/second_copy_too_early": (_at("sendback", 1, msg_id="m3", topic=RETRY_TOPIC),),
+    "retry_delay_dlq/broker_copy_early_beside_client_copy": (
+        _at("sendback", msg_id="m3", topic=RETRY_TOPIC, via="broker", reconsume_times=2),),
 }
 
 

@@ -314,11 +314,12 @@ class _Trace:
         self.discarded: set[tuple[str, str]] = set()  # (broker node, msg) of each discard
         self.check_problems: list[tuple[str, dict[str, Any]]] = []
         self.delivers: dict[str, list[Any]] = {}  # as user_puts, and the group
-        # retry_delay_dlq: rows reported; (group, msg, reconsume_times of the copy) -> (the broker-side sendbacks to
-        # %RETRY%<group> in seq order as (ts the copy is due or None: not judged, row), the puts of such copies after
-        # the first of those sendbacks in seq order as (ts_ms, seq)): the k-th of each pair up (rule (b)).
+        # retry_delay_dlq: rows reported; (group, msg, reconsume_times of the copy) -> (the copies made to
+        # %RETRY%<group> as (when due, seq, due to judge or None, the broker's sendback row or None for a client's own
+        # copy), the puts of such copies after the first of them in seq order as (ts_ms, seq)): paired at the end of
+        # the trace (rule (b)).
         self.retry_reported: set[int] = set()
-        self.retry_pairs: dict[tuple[str, str, int], tuple[list[tuple[int | None, dict[str, Any]]],
+        self.retry_pairs: dict[tuple[str, str, int], tuple[list[tuple[int, int, int | None, dict[str, Any] | None]],
                                                            list[tuple[int, int]]]] = {}
 
     # The pass --------------------------------------------------------------------------------------------------
@@ -607,13 +608,22 @@ class _Trace:
                 if pending:
                     for offset in [x for x, (_, m) in pending.items() if m == msg]:
                         del pending[offset]
+        copy_times, delay_level, target = row["reconsume_times"], row["delay_level"], row["target"]
+        retry, dead = _RETRY_PREFIX + group, _DLQ_PREFIX + group
+        if via == "client":
+            # A client whose sendback request failed stored its own copy (RETRY-16): not judged (its row is stamped
+            # after its send), but that copy goes through the same retry topic, so it takes its place among the
+            # copies that (b) pairs, ordered by when it is due.
+            if target == retry and copy_times is not None and delay_level is not None and delay_level >= 1:
+                delay = _delay_ms(min(delay_level, len(self.delays)), self.delays)
+                due = row["ts_ms"] + (0 if isinstance(delay, _Refused) else delay)
+                self.retry_copy_made((group, msg, copy_times), due, row["seq"], None, None)
+            return
         if via != "broker" or row.get("broker") != row["node"]:
             return  # retry_delay_dlq reads the row of the broker that made the copy, not a client's own report
         # retry_delay_dlq (a): the row describes the copy; r is the count of the message sent back.
-        copy_times, delay_level, target = row["reconsume_times"], row["delay_level"], row["target"]
         max_times = row.get("max_reconsume_times")
         max_times = _DEFAULT_MAX_RECONSUME if max_times is None else max_times
-        retry, dead = _RETRY_PREFIX + group, _DLQ_PREFIX + group
         where = _send_back_target(copy_times - 1, 0, max_times)
         if isinstance(where, _Refused):
             self.retry_violation(row, where)
@@ -635,19 +645,27 @@ class _Trace:
                     self.retry_violation(row, delay)
                 else:
                     due = row["ts_ms"] + delay
-            pairs = self.retry_pairs.get((group, msg, copy_times))
-            if pairs is None:
-                pairs = self.retry_pairs[(group, msg, copy_times)] = ([], [])
-            sendbacks, puts = pairs
-            sendbacks.append((due, row))
-            if len(puts) >= len(sendbacks):  # its put came first (it is judged too early, unless delayed by < 1)
-                self.judge_retry_pair(due, row, *puts[len(sendbacks) - 1])
+            self.retry_copy_made((group, msg, copy_times), row["ts_ms"] if due is None else due, row["seq"], due, row)
 
-    def judge_retry_pair(self, due: int | None, sendback: dict[str, Any], put_ts: int, put_seq: int) -> None:
-        """retry_delay_dlq (b) on the k-th broker-side sendback and the k-th put of its copy."""
-        if due is not None and put_ts < due:
-            self.retry_violation(sendback, f"its retry copy is stored at ts {put_ts} (seq {put_seq}), before ts {due} "
-                                           f"the delay level gives (RETRY-1/2)", copy_seq=put_seq)
+    def retry_copy_made(self, copy: tuple[str, str, int], order: int, seq: int, due: int | None,
+                        row: dict[str, Any] | None) -> None:
+        """A copy of ``copy`` (group, msg, count) was made, due at ``order``; ``row``: the broker's sendback that
+        (b) judges with ``due`` (None: a client's own copy, or a level not judged)."""
+        pairs = self.retry_pairs.get(copy)
+        if pairs is None:
+            pairs = self.retry_pairs[copy] = ([], [])
+        pairs[0].append((order, seq, due, row))
+
+    def finish_retry_pairs(self) -> None:
+        """retry_delay_dlq (b): per copy, the copies made in the order they are due pair with the puts of the copy
+        in seq order (the schedule service moves them when due); a broker's sendback with a level is judged on its
+        put."""
+        for made, puts in self.retry_pairs.values():
+            made.sort(key=lambda entry: (entry[0], entry[1]))
+            for (_, _, due, row), (put_ts, put_seq) in zip(made, puts, strict=False):
+                if row is not None and due is not None and put_ts < due:
+                    self.retry_violation(row, f"its retry copy is stored at ts {put_ts} (seq {put_seq}), before ts "
+                                              f"{due} the delay level gives (RETRY-1/2)", copy_seq=put_seq)
 
     def retry_violation(self, row: Mapping[str, Any], reason: str, **extra: Any) -> None:
         """A retry_delay_dlq violation, once per row (the first reason is kept)."""
@@ -713,15 +731,10 @@ class _Trace:
                 self.stored_twice.add((group, msg))
             else:
                 self.retry_puts.add(copy)
-            # retry_delay_dlq (b): a put of a copy some broker-side sendback made earlier pairs with the sendback of
-            # its rank (which may come later).
+            # retry_delay_dlq (b): the puts of a copy made (by a sendback) before them, paired at the end.
             pairs = self.retry_pairs.get(copy) if reconsume_times is not None else None
             if pairs is not None:
-                sendbacks, puts = pairs
-                puts.append((row["ts_ms"], row["seq"]))
-                if len(sendbacks) >= len(puts):
-                    due, sendback = sendbacks[len(puts) - 1]
-                    self.judge_retry_pair(due, sendback, row["ts_ms"], row["seq"])
+                pairs[1].append((row["ts_ms"], row["seq"]))
         elif topic.startswith(_DLQ_PREFIX):
             self.dlq.add((topic[len(_DLQ_PREFIX):], msg))
 
@@ -819,6 +832,7 @@ class _Trace:
                 if not broadcast(group):
                     t[name].add(sample)
         self.finish_transactions()
+        self.finish_retry_pairs()
 
     def finish_lost(self, broadcasting: Callable[[str], bool]) -> None:
         """no_lost_message (a) and (b), in settled traces."""

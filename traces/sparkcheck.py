@@ -4,11 +4,13 @@
 validates it against :mod:`rocketspec.traces.schema` (a :class:`~rocketspec.traces.schema.SchemaError` names what is
 wrong, never a JVM traceback), caches the needed columns once and decides every invariant's rule as written in
 ``Invariant.rule``. Most of the work is DataFrame operations executed in the JVM: joins on the rule's keys, window
-functions over ``(trace_id, key)`` ordered by ``seq``, aggregations. Where a rule names a spec oracle (pull
-correction, send attempt limit and budget, queue allocation, send-back target and delay) the oracle itself is called
-from a pandas UDF on the executors, memoised on its argument tuples, so a trace is judged by the same normative code
-the spec is checked with. The two sequential replays of the rules (views agreeing in ``single_owner``) run per
-``(trace_id, group, topic)`` with ``applyInPandas``.
+functions over ``(trace_id, key)`` ordered by ``seq``, aggregations. Where a rule names a spec oracle, a trace is
+judged by the same normative code the spec is checked with: the send attempt limit and budget and the send-back
+target are decision tables, the oracle evaluated on the driver once per distinct input tuple of the trace and
+broadcast back (:meth:`_Checker.decided`); the delay of a level is a column expression that a test proves equal to
+``delay_millis``; pull correction and queue allocation, whose inputs are nearly as many as their rows, still call the
+oracle from a pandas UDF on the executors, memoised on its argument tuples. The sequential replay of
+``single_owner`` (views agreeing) runs per ``(trace_id, group, topic)`` with ``applyInPandas``.
 
 Every rule is per trace: ``trace_id`` is part of every join and window key, and ``seq`` orders rows within a trace.
 Each trace's delay table (retry_delay_dlq (b)) is the manifest's ``delay_levels_ms`` entry for its trace id, else the
@@ -37,8 +39,11 @@ from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType, StructField, StructType
 
-from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
+from rocketspec.spec import consume_retry
+from rocketspec.spec import send_retry as send_retry_spec
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS, CommunicationMode
 from rocketspec.traces import invariants as inv
 from rocketspec.traces import reading, schema
 from rocketspec.traces.engine import is_remote
@@ -711,37 +716,12 @@ def _pull_reasons(broker_side: pd.Series, offset: pd.Series, min_offset: pd.Seri
     return pd.Series(out, dtype=object)
 
 
-def _send_reasons(mode: pd.Series, retry_times: pd.Series, retry_times_async: pd.Series, position: pd.Series,
-                  elapsed: pd.Series, timeout: pd.Series) -> pd.Series:
-    """send_retry (a) limit and (c) budget per attempt row: why it breaks them, or None."""
-    from rocketspec.spec import send_retry
-    from rocketspec.spec.protocol import CommunicationMode
-
-    def limit(m: str, rt: int, rta: int) -> int | None:
-        def compute() -> int | None:
-            try:
-                return send_retry.attempt_limit(CommunicationMode[m], rt, rta)
-            except (KeyError, ValueError):
-                return None
-
-        return _memo(("limit", m, rt, rta), compute)
-
-    def within(e: int, t: int) -> bool:
-        return _memo(("budget", e, t), lambda: send_retry.attempt_within_budget(e, t))
-
-    out: list[str | None] = []
-    for m, rt, rta, pos, e, t in zip(mode.tolist(), retry_times.tolist(), retry_times_async.tolist(),
-                                     position.tolist(), elapsed.tolist(), timeout.tolist(), strict=True):
-        reasons = []
-        most = limit(m, rt, rta)
-        if most is None:
-            reasons.append(f"unknown mode {m!r}")
-        elif pos > most:
-            reasons.append(f"attempt {pos} of a send exceeds attempt_limit({m}, {rt}, {rta}) = {most}")
-        if m == "SYNC" and not within(e, t):
-            reasons.append(f"started {e} ms into the send, past the {t} ms budget")
-        out.append("; ".join(reasons) or None)
-    return pd.Series(out, dtype=object)
+def attempt_limit_or_none(mode: str | None, retry_times: int, retry_times_async: int) -> int | None:
+    """send_retry.attempt_limit (SEND-1, SEND-9) for a mode's name; None for a mode that is not one."""
+    try:
+        return send_retry_spec.attempt_limit(CommunicationMode[mode or ""], retry_times, retry_times_async)
+    except (KeyError, ValueError):
+        return None
 
 
 def _allocate_reasons(strategy: pd.Series, node: pd.Series, topic: pd.Series, all_queues: pd.Series,
@@ -775,27 +755,20 @@ def _allocate_reasons(strategy: pd.Series, node: pd.Series, topic: pd.Series, al
     return pd.Series(out, dtype=object)
 
 
-def _send_back_targets(reconsume_times: pd.Series, max_reconsume: pd.Series) -> pd.Series:
-    """retry_delay_dlq (a): where consume_retry.consumer_send_back(r, 0, max) sends the copy (a Target name)."""
-    from rocketspec.spec import consume_retry
-
-    def fate(r: int, m: int) -> str:
-        return consume_retry.consumer_send_back(r, 0, m).target.name
-
-    out = [_memo(("send_back", r, m), lambda r=r, m=m: fate(r, m))
-           for r, m in zip(reconsume_times.tolist(), max_reconsume.tolist(), strict=True)]
-    return pd.Series(out, dtype=object)
+def send_back_target_or_none(reconsume_times: int, max_reconsume_times: int) -> str | None:
+    """retry_delay_dlq (a): where consume_retry.consumer_send_back(r, 0, max) sends the copy (a Target name; None
+    when the oracle refuses the values)."""
+    try:
+        return consume_retry.consumer_send_back(reconsume_times, 0, max_reconsume_times).target.name
+    except (ValueError, TypeError):
+        return None
 
 
-def _delays(level: pd.Series, table: pd.Series) -> pd.Series:
-    """retry_delay_dlq (b): consume_retry.delay_millis(level, table), table being the trace's delay table."""
-    from rocketspec.spec import consume_retry
-
-    out = []
-    for lv, tb in zip(level.tolist(), table.tolist(), strict=True):
-        levels = tuple(int(d) for d in tb)
-        out.append(_memo(("delay", lv, levels), lambda lv=lv, levels=levels: consume_retry.delay_millis(lv, levels)))
-    return pd.Series(out, dtype="int64")
+def delay_millis_column(level: str, table: str) -> Column:
+    """consume_retry.delay_millis(level, table) as a Spark column, for ``level`` already clamped to 1..len(table)
+    (RETRY-1, RETRY-2): the table's entry at that level. ``tests/test_traces_spark_native.py`` proves it equal to
+    the oracle on every level 1..36 and the tables a trace can carry."""
+    return F.element_at(F.col(table), F.col(level))
 
 
 OWNER_SCHEMA = "trace_id string, seq bigint, group string, topic string, node string, reason string"
@@ -839,6 +812,11 @@ def _replay_owners(rows: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------------------------------------------
 # the checks
+
+
+def _parse_type(ddl: str) -> DataType:
+    """A Spark type from its DDL name (``string``, ``int``, ``bigint``, ``boolean``)."""
+    return {"string": StringType(), "int": IntegerType(), "bigint": LongType(), "boolean": BooleanType()}[ddl]
 
 
 class _Checker:
@@ -895,6 +873,21 @@ class _Checker:
                 self._cache[name] = build().persist(StorageLevel.MEMORY_AND_DISK)
                 self._persisted.append(self._cache[name])
             return self._cache[name]
+
+    def decided(self, df: DataFrame, inputs: Sequence[str], output: str, output_type: str,
+                decide: Callable[..., Any]) -> DataFrame:
+        """``df`` with column ``output``: ``decide(*inputs)`` evaluated on the driver once per distinct tuple of the
+        input columns' values and joined back as a broadcast decision table. The oracle stays the one source of the
+        rule and no row goes through Python; the inputs are few distinct values (a mode, a count, a budget), so the
+        table is small. Null inputs match null (the join is null-safe)."""
+        keys = df.select(*inputs)
+        values = [tuple(row) for row in keys.distinct().collect()]
+        fields = [StructField(f"_in{i}", field.dataType, True) for i, field in enumerate(keys.schema.fields)]
+        table_schema = StructType([*fields, StructField(output, _parse_type(output_type), True)])
+        table = self.spark.createDataFrame([(*v, decide(*v)) for v in values], table_schema)
+        condition = [df[name].eqNullSafe(table[f"_in{i}"]) for i, name in enumerate(inputs)]
+        joined = df.join(F.broadcast(table), condition, "left")
+        return joined.drop(*[f"_in{i}" for i in range(len(inputs))])
 
     def broadcasting_groups(self) -> DataFrame:
         return self.shared("broadcasting", lambda: self.kind("rebalance.assign")
@@ -1277,17 +1270,26 @@ class _Checker:
             "trace_id", "seq", "node", "msg_id", "attempt", F.format_string(
                 "attempt %d where the send's attempt %d was due (attempts are numbered 1, 2, ... without gaps)",
                 "attempt", "position").alias("reason"))
-        # (a) limit and (c) budget through the oracles. An attempt that starts its send (position 1, 0 ms in) meets
-        # both by the oracles' postconditions (attempt_limit >= 1; elapsed <= timeout is within budget), so only
-        # retries and sends with a negative budget go through the UDF.
-        udf = F.pandas_udf(_send_reasons, "string")
+        # (a) limit and (c) budget by the oracles, as decision tables over the distinct (mode, retry settings) and
+        # (elapsed, budget) of the trace. An attempt that starts its send (position 1, 0 ms in) meets both by the
+        # oracles' postconditions (attempt_limit >= 1; elapsed <= timeout is within budget), so only retries and
+        # sends with a negative budget are looked up.
         timeout = F.coalesce("timeout_ms", F.lit(3000))
-        oracle = (attempts.where(retry | (F.col("elapsed") != 0) | (timeout < 0))
-                  .select("trace_id", "seq", "node", "msg_id", "attempt", "mode",
-                          udf(F.col("mode"), F.coalesce("retry_times", F.lit(2)),
-                              F.coalesce("retry_times_async", F.lit(2)), F.col("position"), F.col("elapsed"),
-                              timeout).alias("reason"))
-                  .where(F.col("reason").isNotNull()))
+        looked = (attempts.where(retry | (F.col("elapsed") != 0) | (timeout < 0))
+                  .select("trace_id", "seq", "node", "msg_id", "attempt", "mode", "position", "elapsed",
+                          F.coalesce("retry_times", F.lit(2)).alias("rt"),
+                          F.coalesce("retry_times_async", F.lit(2)).alias("rta"), timeout.alias("budget")))
+        looked = self.decided(looked, ["mode", "rt", "rta"], "most", "int", attempt_limit_or_none)
+        looked = self.decided(looked, ["elapsed", "budget"], "within", "boolean", send_retry_spec.attempt_within_budget)
+        limit = (F.when(F.col("most").isNull(), F.format_string("unknown mode '%s'", "mode"))
+                 .when(F.col("position") > F.col("most"), F.format_string(
+                     "attempt %d of a send exceeds attempt_limit(%s, %d, %d) = %d", "position", "mode", "rt", "rta",
+                     "most")))
+        budget = F.when((F.col("mode") == "SYNC") & ~F.col("within"), F.format_string(
+            "started %d ms into the send, past the %d ms budget", "elapsed", "budget"))
+        oracle = (looked.select("trace_id", "seq", "node", "msg_id", "attempt", "mode",
+                                F.concat_ws("; ", limit, budget).alias("reason"))
+                  .where(F.col("reason") != ""))
         # (b) a retry follows a non-final send.result of the previous attempt
         results = (self.kind("send.result").where(~F.col("final"))
                    .select("trace_id", "node", "msg_id", F.col("attempt").alias("r_attempt"),
@@ -1398,32 +1400,44 @@ class _Checker:
             dlq_topic = F.concat(F.lit(DLQ), F.col("group"))
             # (a) dead-lettered when consumer_send_back(r, 0, max) says so, else retried with a level (or, asked with
             # a level < 0, dead-lettered with level 0)
-            udf = F.pandas_udf(_send_back_targets, "string")
-            fate = udf(F.col("reconsume_times") - 1, F.coalesce("max_reconsume_times", F.lit(16)))
+            # consumer_send_back's target as a decision table over the distinct (stored count, max) of the trace.
+            fates = self.decided(sb.withColumn("r", F.col("reconsume_times") - 1)
+                                 .withColumn("m", F.coalesce("max_reconsume_times", F.lit(16))),
+                                 ["r", "m"], "fate", "string", send_back_target_or_none)
             fine = F.when(F.col("fate") == "DLQ", F.col("target") == dlq_topic).otherwise(
                 ((F.col("target") == retry_topic) & (F.col("delay_level") >= 1))
                 | ((F.col("target") == dlq_topic) & (F.col("delay_level") == 0)))
-            wrong = (sb.withColumn("fate", fate).where(~F.coalesce(fine, F.lit(False)))
+            wrong = (fates.withColumn("fate", F.coalesce("fate", F.lit("refused by consumer_send_back")))
+                     .where(~F.coalesce(fine, F.lit(False)))
                      .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
                              F.format_string("sent to %s with delay level %d; consumer_send_back(%d, 0, %d) gives %s",
                                              "target", "delay_level", F.col("reconsume_times") - 1,
                                              F.coalesce("max_reconsume_times", F.lit(16)), "fate").alias("reason")))
-            # (b) per (msg_id, retry topic, count), the k-th sendback pairs with the k-th put of the copy after the
-            # first of those sendbacks; a pair whose sendback has a level (>= 1) stores no earlier than its delay.
+            # (b) per copy (msg_id, retry topic, count), the copies made (the broker's sendbacks, and a client's own
+            # copy after its sendback request failed, RETRY-16) in the order they are due pair with the puts of the
+            # copy after the first of them in seq order (the schedule service moves them when due); a broker's
+            # sendback with a level (>= 1) is judged: its copy stores no earlier than its delay.
             copy = ["trace_id", "target", "msg_id", "reconsume_times"]
-            to_retry = (sb.where(F.col("target") == retry_topic)
-                        .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("seq"))))
-            firsts = to_retry.groupBy(*copy).agg(F.min("seq").alias("first_sb"))
+            own = (self.kind("sendback").where((F.col("via") == "client") & (F.col("target") == retry_topic)
+                                               & F.col("reconsume_times").isNotNull() & (F.col("delay_level") >= 1))
+                   .select(*copy, "seq", "ts_ms", "group", "delay_level", F.lit(False).alias("judged")))
+            made = self.with_delay_table(
+                sb.where(F.col("target") == retry_topic)
+                .select(*copy, "seq", "ts_ms", "group", "delay_level", F.lit(True).alias("judged")).unionByName(own))
+            # consume_retry.delay_millis(level, table) as a column: the table's entry at the level clamped to its size
+            # (a test proves it equal to the oracle on every level and table it can meet).
+            made = (made.withColumn("level", F.least("delay_level", F.size("delay_table")))
+                    .withColumn("delay", F.when(F.col("delay_level") >= 1, delay_millis_column("level", "delay_table")))
+                    .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy(
+                        F.col("ts_ms") + F.coalesce("delay", F.lit(0)), "seq"))))
+            firsts = made.groupBy(*copy).agg(F.min("seq").alias("first_sb"))
             puts = (self.kind("store.put").where(F.col("topic").startswith(RETRY))
                     .select("trace_id", F.col("topic").alias("target"), "msg_id", "reconsume_times",
                             F.col("seq").alias("put_seq"), F.col("ts_ms").alias("put_ts"))
                     .join(firsts, copy).where(F.col("put_seq") > F.col("first_sb"))
                     .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("put_seq")))
                     .drop("first_sb"))
-            stored = self.with_delay_table(to_retry.join(puts, [*copy, "k"]).where(F.col("delay_level") >= 1))
-            delay = F.pandas_udf(_delays, "bigint")
-            early = (stored.withColumn("level", F.least("delay_level", F.size("delay_table")))
-                     .withColumn("delay", delay("level", "delay_table"))
+            early = (made.where(F.col("judged") & (F.col("delay_level") >= 1)).join(puts, [*copy, "k"])
                      .where(F.col("put_ts") < F.col("ts_ms") + F.col("delay"))
                      .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
                              "put_seq", F.format_string(
