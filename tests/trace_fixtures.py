@@ -891,6 +891,27 @@ def _retry_broker_copy_early_beside_client_copy() -> list[Row]:
     return _client_copy_then_broker_copy("violates-retry_delay_dlq/broker_copy_early_beside_client_copy", 1)
 
 
+def _allowed_retry_copy_delivered_twice() -> list[Row]:
+    """(b): broker-a's schedule service stores m3's count-2 copy twice (a put it made answered other than PUT_OK,
+    so it delivered again), the second time before a later sendback's copy is due: with more puts than copies made
+    the pairing is unknown, so the copy is not judged, counted as stored_twice."""
+    def tail(b: TraceBuilder) -> None:
+        again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
+        delay = delay_millis(again.delay_level)
+        first = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
+                                  delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c1")
+        b.advance(10_000)
+        second = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
+                                   delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c2")
+        b.now = first["ts_ms"] + delay
+        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+        b.advance(5_000)
+        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+        b.now = second["ts_ms"] + delay
+        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+    return _rows_of("allowed-retry_copy_delivered_twice", tail=tail)
+
+
 def _allowed_client_copy_due_first() -> list[Row]:
     """(b): c1's own copy of m3 and broker-a's, 200 ms apart, each stored when due."""
     return _client_copy_then_broker_copy("allowed-client_copy_due_first", 0)
@@ -1312,6 +1333,7 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "two_send_backs_same_count": _allowed_two_send_backs_same_count,
     "retry_put_before_send_back": _allowed_retry_put_before_send_back,
     "client_copy_due_first": _allowed_client_copy_due_first,
+    "retry_copy_delivered_twice": _allowed_retry_copy_delivered_twice,
     "client_send_back_reports": _allowed_client_send_back_reports,
     "check_after_other_broker_discard": _allowed_check_after_other_broker_discard,
     "duplicate_shared_queue": _allowed_duplicate_shared_queue,
@@ -1325,13 +1347,16 @@ HEALTHY_COUNTS: dict[str, dict[str, int]] = {"duplicates_allowed": {CLIENT: 1}}
 ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "duplicate_after_rebalance": {"duplicates_allowed": {REBALANCE: 1}},
     "duplicate_stored_twice": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}},
+    "retry_copy_delivered_twice": {"retry_delay_dlq": {STORED_TWICE: 1}},
+    "retry_copy_matched_by_count": {"retry_delay_dlq": {STORED_TWICE: 1}},
     "regression_after_offset_illegal": {"offset_no_regression": {OFFSET_ILLEGAL: 1}},
     "recommit_after_regression": {"offset_no_regression": {OFFSET_ILLEGAL: 1}},
     "txn_double_commit": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}, "transaction": {TXN_ALLOWED: 1}},
     "txn_duplicated_end": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}, "transaction": {TXN_ALLOWED: 1}},
     "unsettled_undelivered": {"no_lost_message": {SKIPPED: 1}},
     "deleted_before_delivery": {"no_lost_message": {EXEMPT_DELETED: 1}},
-    "duplicate_retry_copy_stored_twice": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}},
+    "duplicate_retry_copy_stored_twice": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1},
+                                          "retry_delay_dlq": {STORED_TWICE: 1}},
     "duplicate_shared_queue": {"duplicates_allowed": {CLIENT: 1, SHARED_QUEUE: 1}},
     "regression_wider_window": {"offset_no_regression": {FAULT: 1}},
 }

@@ -659,8 +659,13 @@ class _Trace:
     def finish_retry_pairs(self) -> None:
         """retry_delay_dlq (b): per copy, the copies made in the order they are due pair with the puts of the copy
         in seq order (the schedule service moves them when due); a broker's sendback with a level is judged on its
-        put."""
+        put. A copy with more puts than copies made is not judged (counted as stored_twice)."""
         for made, puts in self.retry_pairs.values():
+            if len(puts) > len(made):
+                # More puts than copies made: one was stored twice (the schedule service delivers again when a put
+                # it made answers other than PUT_OK), so which put is whose is not known: not judged, counted.
+                self.t[_RETRY].counts["stored_twice"] += 1
+                continue
             made.sort(key=lambda entry: (entry[0], entry[1]))
             for (_, _, due, row), (put_ts, put_seq) in zip(made, puts, strict=False):
                 if row is not None and due is not None and put_ts < due:

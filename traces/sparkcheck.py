@@ -1388,6 +1388,7 @@ class _Checker:
     def retry_delay_dlq(self) -> InvariantResult:
         name = "retry_delay_dlq"
         out: DataFrame | None = None
+        counts: dict[str, int] = {}
         if self.has("sendback"):
             # A sendback row describes its copy: reconsume_times is the copy's count, delay_level the copy's level.
             # Broker-side rows only: the broker that made the copy (a client's report of the same send back is
@@ -1437,7 +1438,16 @@ class _Checker:
                     .join(firsts, copy).where(F.col("put_seq") > F.col("first_sb"))
                     .withColumn("k", F.row_number().over(Window.partitionBy(*copy).orderBy("put_seq")))
                     .drop("first_sb"))
+            # A copy with more puts than copies made was stored twice (the schedule service delivers again when its
+            # put answers other than PUT_OK): which put is whose is not known, so it is not judged, only counted.
+            tallies = (made.groupBy(*copy).agg(F.count("*").alias("n_made"))
+                       .join(puts.groupBy(*copy).agg(F.count("*").alias("n_puts")), copy))
+            twice = self.persist(tallies.where(F.col("n_puts") > F.col("n_made")).select(*copy))
+            stored_twice = twice.count()
+            if stored_twice:
+                counts["stored_twice"] = stored_twice
             early = (made.where(F.col("judged") & (F.col("delay_level") >= 1)).join(puts, [*copy, "k"])
+                     .join(F.broadcast(twice), copy, "left_anti")
                      .where(F.col("put_ts") < F.col("ts_ms") + F.col("delay"))
                      .select("trace_id", "seq", "group", "msg_id", "reconsume_times", "delay_level", "target",
                              "put_seq", F.format_string(
@@ -1448,7 +1458,7 @@ class _Checker:
                 .select("trace_id", "seq", "group", "msg_id", "node", "topic",
                         F.lit("delivered from the group's dead-letter topic").alias("reason")))
         out = dead if out is None else out.unionByName(dead, allowMissingColumns=True)
-        return self.result(name, self.persist(_one_per_row(out)))
+        return self.result(name, self.persist(_one_per_row(out)), counts)
 
 
 CHECKS: dict[str, Callable[[_Checker], InvariantResult]] = {
