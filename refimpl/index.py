@@ -25,6 +25,9 @@ exactly the messages in the commit log). Entries whose message was deleted stay 
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 import attrs
 
 from rocketspec.refimpl.message import java_string_hash
@@ -73,8 +76,26 @@ class _Entry:
     time_diff_s: int
 
 
+@attrs.frozen
+class _SavedIndex:
+    """An index as a stopped broker left it (see :meth:`IndexService.save`)."""
+
+    hash_slot_num: int
+    log_end: int  # the commit log's end when the index was left
+    slots: dict[int, list[_Entry]]
+    count: int
+    begin_timestamp: int
+    end_timestamp: int
+    end_phy_offset: int
+
+
+#: The index each disk holds, keyed weakly by the disk: it goes when the disk goes.
+_SAVED: weakref.WeakKeyDictionary[Any, _SavedIndex] = weakref.WeakKeyDictionary()
+
+
 class IndexService:
-    """The index of one store: fed by the store's dispatch of every write, rebuilt from its commit log at start."""
+    """The index of one store: fed by the store's dispatch of every write; at start taken over from the broker that
+    stopped on the same disk, or rebuilt from the commit log."""
 
     def __init__(self, store: MessageStore, *, enabled: bool = True, hash_slot_num: int = INDEX_HASH_SLOT_NUM,
                  max_msgs_num_batch: int = MAX_MSGS_NUM_BATCH) -> None:
@@ -88,9 +109,32 @@ class IndexService:
         self.end_timestamp = 0
         self.end_phy_offset = 0
         if enabled:
-            for record in store.records():
-                self.build_index(record)
+            saved = _SAVED.pop(store.disk, None)
+            if saved is None or not self._resume(saved):
+                for record in store.records():
+                    self.build_index(record)
         store.add_dispatcher(self.build_index)
+
+    def _resume(self, saved: _SavedIndex) -> bool:
+        """Take over the index a stopped broker left on this disk, when it is what rebuilding it from the commit log
+        would give: the same settings and the commit log as it was when the index was left (nothing lost in a crash,
+        nothing deleted: a rebuild would leave those out and start its times at the first message kept)."""
+        if (saved.hash_slot_num != self.hash_slot_num or self.store.commit_log_min_offset() != 0
+                or self.store.commit_log_max_offset() != saved.log_end):
+            return False
+        self._slots, self._count = saved.slots, saved.count
+        self.begin_timestamp, self.end_timestamp, self.end_phy_offset = (
+            saved.begin_timestamp, saved.end_timestamp, saved.end_phy_offset)
+        return True
+
+    def save(self) -> None:
+        """Leave the index with the disk when the broker stops (``IndexFile`` is on disk in RocketMQ): the next
+        broker on this disk takes it over instead of re-indexing the whole commit log, whose cost grows with every
+        restart of a long run."""
+        if self.enabled:
+            _SAVED[self.store.disk] = _SavedIndex(self.hash_slot_num, self.store.commit_log_max_offset(), self._slots,
+                                                  self._count, self.begin_timestamp, self.end_timestamp,
+                                                  self.end_phy_offset)
 
     # ------------------------------------------------------------------------------------------------- building
     def build_index(self, record: StoredRecord) -> None:

@@ -200,6 +200,7 @@ class Broker:
         self.topics.persist()
         self.subscription_groups.persist()
         self.network.unlisten(self.addr)
+        self.index.save()
         self.store.close()
 
     def crash(self) -> None:
@@ -212,6 +213,7 @@ class Broker:
             self._namesrv_client.close()
             self._namesrv_client = None
         self.network.unlisten(self.addr)
+        self.index.save()
         self.store.crash()
 
     def _stop_services(self) -> None:
