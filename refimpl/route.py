@@ -166,8 +166,26 @@ class TopicRouteData:
         return data
 
     def to_json(self, standard: bool = True) -> bytes:
-        """The GET_ROUTEINFO_BY_TOPIC body: standard JSON (4.9.4+) or fastjson's bare-key form (older servers)."""
-        return dumps_java(self.to_dict(), standard=standard)
+        """The GET_ROUTEINFO_BY_TOPIC body: standard JSON (4.9.4+) or fastjson's bare-key form (older servers).
+
+        Encoded once per distinct route: a name server answers the same route to every client every 30 s."""
+        key = (standard, self._value())
+        body = _ROUTE_BODIES.get(key)
+        if body is None:
+            if len(_ROUTE_BODIES) >= _CACHED_ROUTES:
+                _ROUTE_BODIES.clear()
+            body = _ROUTE_BODIES[key] = dumps_java(self.to_dict(), standard=standard)
+        return body
+
+    def _value(self) -> tuple[Any, ...]:
+        """Everything the route's JSON says, hashable."""
+        return (
+            tuple((q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+                  for q in self.queue_datas),
+            tuple((b.cluster, b.broker_name, tuple(b.broker_addrs.items())) for b in self.broker_datas),
+            self.order_topic_conf,
+            tuple((k, tuple(v)) for k, v in self.filter_server_table.items()),
+        )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TopicRouteData:
@@ -180,8 +198,18 @@ class TopicRouteData:
 
     @classmethod
     def from_json(cls, body: bytes | str) -> TopicRouteData:
-        """Parse a route body in either form."""
-        return cls.from_dict(loads_lenient(body))
+        """Parse a route body in either form (a copy of the route parsed last time for the same bytes: clients ask
+        for the same route every 30 s)."""
+        if not isinstance(body, (bytes, str)):  # a bytearray or view: not a key
+            return cls.from_dict(loads_lenient(bytes(body)))
+        parsed = _PARSED_ROUTES.get(body)
+        if parsed is None:
+            parsed = cls.from_dict(loads_lenient(body))
+            if len(_PARSED_ROUTES) >= _CACHED_ROUTES:
+                _PARSED_ROUTES.clear()
+            _PARSED_ROUTES[body] = parsed.clone()
+            return parsed
+        return parsed.clone()
 
     def clone(self) -> TopicRouteData:
         """``cloneTopicRouteData``: a deep copy the client keeps."""
@@ -194,6 +222,12 @@ class TopicRouteData:
 
     def broker_data(self, broker_name: str) -> BrokerData | None:
         return next((b for b in self.broker_datas if b.broker_name == broker_name), None)
+
+
+#: Route bodies by what they say, and routes by their bodies (each bounded: cleared when full).
+_CACHED_ROUTES = 4096
+_ROUTE_BODIES: dict[tuple[Any, ...], bytes] = {}
+_PARSED_ROUTES: dict[bytes | str, TopicRouteData] = {}
 
 
 def _route_key(route: TopicRouteData) -> tuple[Any, ...]:

@@ -343,7 +343,10 @@ class MessageStore:
         self.recovered_abnormally = disk.exists(ABORT_PATH)
         self._recover()
         disk.write_file(ABORT_PATH, b"")
-        self._timer: Timer | None = runtime.call_every(flush_interval_ms, self._periodic_flush)
+        self._flush_interval_ms = flush_interval_ms
+        self._flush_anchor = runtime.now_ms()
+        self._timer: Timer | None = None
+        self._arm_flush()
 
     # ---- writing ------------------------------------------------------------------------------------------------
 
@@ -992,11 +995,33 @@ class MessageStore:
         self._flush_commit_log(paths)
         self._flush_consume_queues(paths)
 
+    def _arm_flush(self) -> None:
+        """The periodic flush's next run, on its grid (every ``flush_interval_ms`` from the store's start). A run
+        with nothing to flush changes nothing, so none is scheduled until a put makes one due: an idle broker costs
+        a simulation no steps, however long it waits."""
+        if self._timer is None and not self._closed:
+            elapsed = self.runtime.now_ms() - self._flush_anchor
+            delay = self._flush_interval_ms - elapsed % self._flush_interval_ms
+            self._timer = self.runtime.call_later(delay, self._flush_tick, daemon=True)
+
+    def _flush_tick(self) -> None:
+        self._timer = None
+        self._periodic_flush()
+        if self._flush_due():
+            self._arm_flush()
+
+    def _flush_due(self) -> bool:
+        """Whether the periodic flush would do anything now."""
+        return bool(self._dirty_cqs or self._durable_waiters or self._checkpoint != self.commit_log_max_offset()
+                    or any(segment.flushed < segment.length for segment in self._unflushed))
+
     def _write_commit_log(self) -> None:
         """After a put: hand the new bytes to the disk at once (a mapped file's page cache, which outlives the
         process), then flush as the mode says (``CommitLog.handleDiskFlush``): sync flushes now, or by a group
         commit scheduled right after the requests at hand; async leaves it to the periodic flush
-        (``FlushRealTimeService``)."""
+        (``FlushRealTimeService``), armed here."""
+        if self._timer is None:
+            self._arm_flush()
         disk = self.disk
         for segment in self._unflushed:
             if segment.written < segment.length:

@@ -47,6 +47,7 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         crosshair_iterations=args.crosshair_iterations,
         max_states=args.max_states,
         jobs=args.jobs,
+        progress=_watched(ProgressLine("spec check")),
     )
     ok = all(r.ok for r in reports)
     document = {"ok": ok, "areas": [r.to_json() for r in reports]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
 
@@ -217,23 +217,53 @@ def check_areas(
     crosshair_iterations: int = UNINTERESTING_ITERATIONS,
     max_states: int = 2_000_000,
     jobs: int = 2,
+    progress: Callable[[str], None] | None = None,
 ) -> list[AreaReport]:
-    """Run CrossHair (in ``jobs`` parallel subprocesses) and the explorer over ``areas``."""
+    """Run CrossHair (in ``jobs`` parallel subprocesses) and the explorer over ``areas``; ``progress`` hears, as
+    often as there is news, which area the explorer walks and how far, and how many areas CrossHair has done."""
     modules = {area: area_module(area) for area in areas}
+    crosshair_done: list[str] = []
+    exploring = ["", 0, 0]  # area, states, transitions
+
+    def tell() -> None:
+        if progress is None:
+            return
+        parts = []
+        if explorer:
+            area, states, transitions = exploring
+            parts.append(f"explorer: {area} {states:,} states, {transitions:,} transitions" if area
+                         else "explorer: done")
+        if crosshair:
+            parts.append(f"CrossHair: {len(crosshair_done)}/{len(areas)} areas done"
+                         + (f" (last {crosshair_done[-1]})" if crosshair_done else ""))
+        progress("; ".join(parts))
+
+    def walked(area: str) -> Callable[[int, int], None]:
+        def report(states: int, transitions: int) -> None:
+            exploring[:] = [area, states, transitions]
+            tell()
+        return report
+
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         runs: dict[str, Future[CrosshairRun]] = {}
         if crosshair:
             for area in areas:
                 runs[area] = pool.submit(run_crosshair, modules[area].__name__, per_condition_timeout,
                                           max_uninteresting_iterations=crosshair_iterations)
+                runs[area].add_done_callback(lambda _, area=area: (crosshair_done.append(area), tell()))
         explorations: dict[str, tuple[Exploration | None, float]] = {}
         for area in areas:
             if explorer:
                 started = time.perf_counter()
-                exploration = explore(modules[area].model(), max_states=max_states)
+                walked(area)(0, 0)
+                exploration = explore(modules[area].model(), max_states=max_states,
+                                      progress=walked(area) if progress is not None else None)
                 explorations[area] = (exploration, time.perf_counter() - started)
+                walked(area)(exploration.states, exploration.transitions)
             else:
                 explorations[area] = (None, 0.0)
+        exploring[:] = ["", 0, 0]
+        tell()
         reports = []
         for area in areas:
             run = runs[area].result() if area in runs else None

@@ -118,12 +118,18 @@ def require_enabled(
         raise ActionNotEnabled(f"step called with an action not enabled in this state: {action!r}")
 
 
-def explore(model: Model[S, A], max_states: int = 2_000_000) -> Exploration:
+#: How many new states the explorer finds between two calls of its ``progress``.
+PROGRESS_EVERY_STATES = 10_000
+
+
+def explore(model: Model[S, A], max_states: int = 2_000_000,
+            progress: Callable[[int, int], None] | None = None) -> Exploration:
     """Walk every reachable state of ``model`` (up to ``max_states``) and check its invariants.
 
     Exploration is breadth first, so each counterexample reported is a shortest one. One counterexample is
     kept per invariant. A step that raises is reported as a violation of the clauses of every invariant
     (the machine left its own domain). ``complete`` is false when ``max_states`` cut the walk short.
+    ``progress(states, transitions)`` hears how far the walk is every :data:`PROGRESS_EVERY_STATES` states.
     """
     parents: dict[S, tuple[S, A] | None] = {}
     depth_of: dict[S, int] = {}
@@ -202,6 +208,8 @@ def explore(model: Model[S, A], max_states: int = 2_000_000) -> Exploration:
             depth_of[after] = depth_of[state] + 1
             queue.append(after)
             check_state(after)
+            if progress is not None and len(parents) % PROGRESS_EVERY_STATES == 0:
+                progress(len(parents), transitions)
 
     names = tuple(inv.name for inv in (*model.invariants, *model.step_invariants))
     return Exploration(

@@ -88,3 +88,30 @@ def test_report_attributes_checks_to_clauses(tmp_path: Path, bug: int, limit: in
     # A clause nothing checks never passes.
     assert by_id["TOY-3"].result == UNCHECKED
     assert not report.ok
+
+
+def test_progress_tells_the_area_and_how_far_the_explorer_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spec check`` reports progress while it runs: the area being explored with its states and transitions so
+    far (every ``PROGRESS_EVERY_STATES`` new states and at each area's start and end), then that it is done."""
+    from rocketspec.spec import explorer
+    from rocketspec.speccheck import check_areas
+
+    monkeypatch.setattr(explorer, "PROGRESS_EVERY_STATES", 50)
+    heard: list[str] = []
+    reports = check_areas(["pull_correction", "send_retry"], crosshair=False, max_states=400, progress=heard.append)
+    assert [r.area for r in reports] == ["pull_correction", "send_retry"]
+    assert heard[0] == "explorer: pull_correction 0 states, 0 transitions"
+    assert heard[-1] == "explorer: done"
+    walked = [line for line in heard if line.startswith("explorer: send_retry ") and " 0 states" not in line]
+    assert len(walked) >= 2
+    counts = [int(line.split()[2].replace(",", "")) for line in walked]
+    assert counts == sorted(counts) and counts[-1] == reports[1].exploration.states
+
+
+def test_explore_reports_every_so_many_states() -> None:
+    from rocketspec.spec import send_retry
+
+    heard: list[tuple[int, int]] = []
+    result = explore(send_retry.model(), max_states=25_000, progress=lambda s, t: heard.append((s, t)))
+    assert [s for s, _ in heard] == [10_000, 20_000]
+    assert all(t > 0 for _, t in heard) and result.states == 25_000

@@ -151,12 +151,15 @@ class ScheduleService:
         self.broker.runtime.remove_idle_probe(self.pending)
 
     def pending(self) -> bool:
-        """Idle probe: some delay level still has parked messages its task has not passed."""
+        """Idle probe: some delay level still has parked messages its task has not passed.
+
+        Only levels with a task to run are looked at: a level sleeps only once its task has passed every parked
+        message, and a message parked later wakes it (``_on_arrival``). The runtime asks this on every step."""
         if not self.started:
             return False
         store = self.broker.store
-        return any(offset < store.max_offset(SCHEDULE_TOPIC, level - 1)
-                   for level, offset in self._task_offsets.items())
+        offsets = self._task_offsets
+        return any(offsets[level] < store.max_offset(SCHEDULE_TOPIC, level - 1) for level in self._tasks)
 
     # ---------------------------------------------------------------------------------------------- persistence
     def load(self) -> None:
