@@ -842,53 +842,56 @@ def _txn_check_after_discard() -> list[Row]:
 
 # retry_delay_dlq ------------------------------------------------------------------------------------------------
 
-def _two_send_backs(name: str, second_early_ms: int) -> list[Row]:
-    """After a rebalance c1 and then c2 consume m3's count-1 copy and both send it back: broker-a makes two copies
-    of count 2 delayed by level 4 (30 s), 2 s apart. The first copy is stored 30 s after the first sendback, the
-    second ``second_early_ms`` before 30 s after the second. Pairing the second sendback with the first put after
-    it (the first copy, stored 2 s before its due time) would misjudge; rule (b) pairs them k-th with k-th."""
+def _m3_fails_again() -> tuple[Any, int]:
+    """m3's count-1 copy fails again (max 3): what consumer_send_back makes of it (a count-2 copy to %RETRY%G with a
+    level) and that level's delay."""
+    again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
+    assert again.topic == RETRY_TOPIC and again.delay_level >= 1
+    return again, delay_millis(again.delay_level)
+
+
+def _m3_sent_back_by_broker_a(b: TraceBuilder, again: Any, label: str) -> Row:
+    return b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
+                             delay_level=again.delay_level, max_reconsume_times=3, label=label)
+
+
+def _m3_copy_stored(b: TraceBuilder, again: Any, label: str | None = None) -> Row:
+    return b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label=label)
+
+
+def _two_copies_of_m3(name: str, second_early_ms: int, *, first_by_client: bool = False) -> list[Row]:
+    """Two count-2 copies of m3, both delayed by level 4 (30 s): the first stored when due, the second
+    ``second_early_ms`` before its due time.
+
+    By default c1 and then c2 consume m3's count-1 copy after a rebalance and both send it back: broker-a makes two
+    copies 2 s apart; pairing the second sendback with the first put after it (the first copy, stored 2 s before
+    the second's due time) would misjudge, so rule (b) pairs them k-th with k-th. With ``first_by_client``, c1's
+    sendback request fails and c1 stores the first copy itself through the schedule topic (a via-client sendback
+    row, RETRY-16); the request reaches broker-a anyway, 200 ms later, and broker-a makes the second: pairing
+    broker-a's sendback with the first put would misjudge, so rule (b) pairs the copies in the order they are due."""
     def tail(b: TraceBuilder) -> None:
-        again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
-        assert again.topic == RETRY_TOPIC and again.delay_level >= 1
-        delay = delay_millis(again.delay_level)
-        first = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
-                                  delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c1")
-        b.advance(2_000)
-        second = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
-                                   delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c2")
+        again, delay = _m3_fails_again()
+        if first_by_client:
+            first = b.sendback(C1, GROUP, RETRY_TOPIC, "m3", again.reconsume_times, RETRY_TOPIC,
+                               delay_level=again.delay_level, via="client", max_reconsume_times=3,
+                               label="sendback:m3:c1")
+            b.advance(200)
+        else:
+            first = _m3_sent_back_by_broker_a(b, again, "sendback:m3:c1")
+            b.advance(2_000)
+        second = _m3_sent_back_by_broker_a(b, again, "sendback:m3:c2")
         b.now = first["ts_ms"] + delay
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:c1")
+        _m3_copy_stored(b, again, "put:m3:c1")
         b.now = second["ts_ms"] + delay - second_early_ms
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:c2")
-    return _rows_of(name, tail=tail)
-
-
-def _client_copy_then_broker_copy(name: str, broker_early_ms: int) -> list[Row]:
-    """c1's sendback request for m3's count-1 copy fails, so c1 stores the count-2 copy itself through the schedule
-    topic (a via-client sendback row, RETRY-16); the request reaches broker-a anyway, 200 ms later, and broker-a
-    makes a copy too. Both are delayed by level 4 (30 s): the client's copy is stored when due, the broker's
-    ``broker_early_ms`` before its due time. Pairing the broker's sendback with the first put (the client's copy,
-    200 ms before the broker's due time) would misjudge; rule (b) pairs the copies in the order they are due."""
-    def tail(b: TraceBuilder) -> None:
-        again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
-        assert again.topic == RETRY_TOPIC and again.delay_level >= 1
-        delay = delay_millis(again.delay_level)
-        own = b.sendback(C1, GROUP, RETRY_TOPIC, "m3", again.reconsume_times, RETRY_TOPIC,
-                         delay_level=again.delay_level, via="client", max_reconsume_times=3, label="sendback:m3:own")
-        b.advance(200)
-        sent = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
-                                 delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:broker")
-        b.now = own["ts_ms"] + delay
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:own")
-        b.now = sent["ts_ms"] + delay - broker_early_ms
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:broker")
+        _m3_copy_stored(b, again, "put:m3:c2")
     return _rows_of(name, tail=tail)
 
 
 def _retry_broker_copy_early_beside_client_copy() -> list[Row]:
     """(b): beside c1's own copy of m3 (stored when due), broker-a's copy is stored 1 ms before its delay; the
     violation names broker-a's sendback."""
-    return _client_copy_then_broker_copy("violates-retry_delay_dlq/broker_copy_early_beside_client_copy", 1)
+    return _two_copies_of_m3("violates-retry_delay_dlq/broker_copy_early_beside_client_copy", 1,
+                             first_by_client=True)
 
 
 def _allowed_retry_copy_delivered_twice() -> list[Row]:
@@ -896,31 +899,28 @@ def _allowed_retry_copy_delivered_twice() -> list[Row]:
     so it delivered again), the second time before a later sendback's copy is due: with more puts than copies made
     the pairing is unknown, so the copy is not judged, counted as stored_twice."""
     def tail(b: TraceBuilder) -> None:
-        again = consumer_send_back(1, 0, header_max_reconsume_times=3, group=GROUP)
-        delay = delay_millis(again.delay_level)
-        first = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
-                                  delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c1")
+        again, delay = _m3_fails_again()
+        first = _m3_sent_back_by_broker_a(b, again, "sendback:m3:c1")
         b.advance(10_000)
-        second = b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, again.topic,
-                                   delay_level=again.delay_level, max_reconsume_times=3, label="sendback:m3:c2")
+        second = _m3_sent_back_by_broker_a(b, again, "sendback:m3:c2")
         b.now = first["ts_ms"] + delay
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+        _m3_copy_stored(b, again)
         b.advance(5_000)
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+        _m3_copy_stored(b, again)
         b.now = second["ts_ms"] + delay
-        b.store_put(BROKER_A, RETRY_TOPIC, 0, "m3", reconsume_times=again.reconsume_times)
+        _m3_copy_stored(b, again)
     return _rows_of("allowed-retry_copy_delivered_twice", tail=tail)
 
 
 def _allowed_client_copy_due_first() -> list[Row]:
     """(b): c1's own copy of m3 and broker-a's, 200 ms apart, each stored when due."""
-    return _client_copy_then_broker_copy("allowed-client_copy_due_first", 0)
+    return _two_copies_of_m3("allowed-client_copy_due_first", 0, first_by_client=True)
 
 
 def _retry_second_copy_too_early() -> list[Row]:
     """(b): of two sendbacks of m3 with the same count, the second one's copy is stored 1 ms before its delay
     (RETRY-8); the violation names the second sendback."""
-    return _two_send_backs("violates-retry_delay_dlq/second_copy_too_early", 1)
+    return _two_copies_of_m3("violates-retry_delay_dlq/second_copy_too_early", 1)
 
 
 def _dlq_below_limit(name: str, copy_level: int) -> list[Row]:
@@ -995,7 +995,7 @@ def _allowed_retry_copy_matched_by_count() -> list[Row]:
 
 def _allowed_two_send_backs_same_count() -> list[Row]:
     """(b) pairs the k-th sendback of (m3, count 2) with the k-th put: both copies are stored on time."""
-    return _two_send_backs("allowed-two_send_backs_same_count", 0)
+    return _two_copies_of_m3("allowed-two_send_backs_same_count", 0)
 
 
 def _allowed_retry_put_before_send_back() -> list[Row]:
