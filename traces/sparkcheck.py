@@ -766,7 +766,7 @@ def send_back_target_or_none(reconsume_times: int, max_reconsume_times: int) -> 
 
 def delay_millis_column(level: str, table: str) -> Column:
     """consume_retry.delay_millis(level, table) as a Spark column, for ``level`` already clamped to 1..len(table)
-    (RETRY-1, RETRY-2): the table's entry at that level. ``tests/test_traces_spark_native.py`` proves it equal to
+    (RETRY-1, RETRY-2): the table's entry at that level. ``tests/test_traces_sparkcheck.py`` proves it equal to
     the oracle on every level 1..36 and the tables a trace can carry."""
     return F.element_at(F.col(table), F.col(level))
 
