@@ -1,10 +1,13 @@
 import com.alibaba.fastjson.JSON;
 import java.io.FileDescriptor;
 import java.io.FileOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -12,6 +15,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
@@ -46,6 +50,8 @@ public final class RocketspecDriver {
     private static PrintStream out;
     private static volatile Runnable closer = () -> { };
     private static final AtomicBoolean STOPPING = new AtomicBoolean();
+    // The client's logs and local offsets for this process only: removed when it ends.
+    private static volatile Path home;
 
     private RocketspecDriver() {
     }
@@ -54,7 +60,7 @@ public final class RocketspecDriver {
         // The contract reserves stdout for events: the real stdout is kept here and System.out goes to stderr.
         out = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         System.setOut(System.err);
-        Path home = Files.createTempDirectory("rocketspec-java-driver-");
+        home = Files.createTempDirectory("rocketspec-java-driver-");
         setDefault("rocketmq.client.logRoot", home.resolve("logs").toString());
         setDefault("rocketmq.client.logLevel", "WARN");
         setDefault("rocketmq.client.logUseSlf4j", "false");
@@ -344,7 +350,26 @@ public final class RocketspecDriver {
         }
         System.err.flush();
         out.flush();
+        deleteTree(home);
         Runtime.getRuntime().halt(0);
+    }
+
+    /** Best effort: a file the client still writes to may be removed under it (it is closing). */
+    private static void deleteTree(Path root) {
+        if (root == null) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(root)) {
+            paths.sorted(Comparator.reverseOrder()).forEach(path -> {
+                try {
+                    Files.deleteIfExists(path);
+                } catch (IOException e) {
+                    // left behind in the temporary directory
+                }
+            });
+        } catch (IOException | UncheckedIOException e) {
+            // left behind in the temporary directory
+        }
     }
 
     private static void stopNow() {
