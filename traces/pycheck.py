@@ -28,7 +28,6 @@ Readings of the rule text where it leaves a choice:
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 import time
@@ -39,12 +38,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from rocketspec.spec import MessageQueue
-from rocketspec.spec.consume_retry import Target, consumer_send_back, delay_millis
-from rocketspec.spec.protocol import CommunicationMode, GetMessageStatus, ResponseCode
-from rocketspec.spec.pull_correction import bounds_decision, pull_status, response_code
-from rocketspec.spec.rebalance import allocate
-from rocketspec.spec.send_retry import attempt_limit, attempt_within_budget
+from rocketspec.spec.consume_retry import Target
 from rocketspec.traces import reading
 from rocketspec.traces.invariants import (
     BROADCASTING,
@@ -59,6 +53,17 @@ from rocketspec.traces.invariants import (
     TXN_ROLLED_BACK,
     is_user_topic,
     tag_matches,
+)
+from rocketspec.traces.oracles import (
+    Refused,
+    allocation,
+    attempt_limit,
+    bounds,
+    client_pull_status,
+    delay_ms,
+    pull_codes,
+    send_back_target,
+    within_budget,
 )
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
 from rocketspec.traces.schema import SETTLED, SchemaError, check_delay_tables
@@ -95,109 +100,6 @@ _DLQ_PREFIX = "%DLQ%"
 _DEFAULT_MAX_RECONSUME = 16
 _DEFAULT_RETRY_TIMES = 2
 _DEFAULT_TIMEOUT_MS = 3000
-_CACHE = 1 << 16
-
-
-# Memoised oracles: the spec's functions on hashable arguments (values repeat a lot in a trace).
-
-
-class _Refused(str):
-    """An oracle's refusal of a row's values (the exception it raised, as text): reported as a violation."""
-
-
-def _oracle(maxsize: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Memoise an oracle call and turn the oracle's exceptions into :class:`_Refused` (bad values in a row are a
-    finding about the row, not a crash of the checker)."""
-
-    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
-        @lru_cache(maxsize=maxsize)
-        @functools.wraps(function)
-        def call(*args: Any) -> Any:
-            try:
-                return function(*args)
-            except SchemaError:
-                raise
-            except Exception as refused:  # whatever the oracle raises on these values
-                return _Refused(f"{function.__name__.lstrip('_')}{args} refuses: {refused!r}")
-
-        return call
-
-    return wrap
-
-
-@_oracle(_CACHE)
-def _bounds(offset: int, min_offset: int, max_offset: int) -> tuple[str, int] | None:
-    """PULL-1..5: the store's (status, next begin offset) when the offset cannot be read, else None."""
-    decision = bounds_decision(offset, min_offset, max_offset)
-    return None if decision is None else (decision.status.name, decision.next_begin_offset)
-
-
-@_oracle(_CACHE)
-def _pull_codes(status: str, offset: int) -> frozenset[int] | None:
-    """PULL-10: the codes the broker answers ``status`` with, with or without suspension (None: not a store
-    status)."""
-    store_status = GetMessageStatus.__members__.get(status)
-    if store_status is None:
-        return None
-    answers = (response_code(store_status, requested_offset=offset, suspend=s) for s in (True, False))
-    return frozenset(int(a.code) for a in answers if a.code is not None)
-
-
-@_oracle(256)
-def _client_pull_status(code: int) -> str | None:
-    """PULL-19: the client's PullStatus name for a response code (None: the client raises)."""
-    try:
-        response = ResponseCode(code)
-    except ValueError:
-        return None
-    status = pull_status(response)
-    return None if status is None else status.name
-
-
-@_oracle(_CACHE)
-def _allocation(strategy: str, node: str, topic: str, all_queues: tuple[str, ...],
-                consumers: tuple[str, ...]) -> frozenset[str]:
-    """REB-3/4/5: the 'broker:queueId' set rebalance.allocate gives ``node``."""
-    chosen = allocate(strategy, node, _message_queues(topic, all_queues), consumers)
-    return frozenset(f"{mq.broker_name}:{mq.queue_id}" for mq in chosen)
-
-
-@lru_cache(maxsize=4096)
-def _message_queues(topic: str, queues: tuple[str, ...]) -> tuple[MessageQueue, ...]:
-    return tuple(_message_queue(topic, q) for q in queues)
-
-
-def _message_queue(topic: str, queue: str) -> MessageQueue:
-    broker, _, queue_id = queue.rpartition(":")
-    if not broker or not queue_id.lstrip("-").isdigit():
-        raise SchemaError(f"queue {queue!r} of topic {topic!r} is not 'broker:queueId'")
-    return MessageQueue(topic, broker, int(queue_id))
-
-
-@_oracle(256)
-def _attempt_limit(mode: str, retry_times: int, retry_times_async: int) -> int | None:
-    """SEND-1/9: the most attempts of a send (None: not a CommunicationMode)."""
-    comm = CommunicationMode.__members__.get(mode)
-    return None if comm is None else attempt_limit(comm, retry_times, retry_times_async)
-
-
-@_oracle(_CACHE)
-def _within_budget(elapsed_ms: int, timeout_ms: int) -> bool:
-    return attempt_within_budget(elapsed_ms, timeout_ms)
-
-
-@_oracle(4096)
-def _send_back_target(reconsume_times: int, delay_level: int, max_reconsume_times: int) -> str:
-    """RETRY-7/8: where the broker puts a sent-back message: 'DLQ', 'RETRY' (or another Target name)."""
-    target = consumer_send_back(reconsume_times, delay_level, max_reconsume_times).target
-    return target.name if isinstance(target, Target) else str(target)
-
-
-@_oracle(256)
-def _delay_ms(level: int, table: tuple[int, ...]) -> int:
-    """RETRY-1/2: the delay of ``level`` in the trace's delay table."""
-    return delay_millis(level, table)
-
 
 @lru_cache(maxsize=4096)
 def _user_topic(topic: str) -> bool:
@@ -380,11 +282,11 @@ class _Trace:
         reasons = []
         retry_times = row.get("retry_times")
         retry_times_async = row.get("retry_times_async")
-        limit = _attempt_limit(mode, _DEFAULT_RETRY_TIMES if retry_times is None else retry_times,
+        limit = attempt_limit(mode, _DEFAULT_RETRY_TIMES if retry_times is None else retry_times,
                                _DEFAULT_RETRY_TIMES if retry_times_async is None else retry_times_async)
         if limit is None:
             reasons.append(f"mode {mode!r} is not a CommunicationMode")
-        elif isinstance(limit, _Refused):
+        elif isinstance(limit, Refused):
             reasons.append(limit)
         elif attempt > limit:
             reasons.append(f"attempt {attempt} > attempt_limit {limit} (SEND-1)")
@@ -407,8 +309,8 @@ class _Trace:
                     timeout = row.get("timeout_ms")
                     timeout = _DEFAULT_TIMEOUT_MS if timeout is None else timeout
                     elapsed = row["ts_ms"] - state[1]
-                    within = _within_budget(elapsed, timeout)
-                    if isinstance(within, _Refused):
+                    within = within_budget(elapsed, timeout)
+                    if isinstance(within, Refused):
                         reasons.append(within)
                     elif not within:
                         reasons.append(f"attempt {attempt} starts {elapsed} ms into the send, budget {timeout} ms "
@@ -462,10 +364,10 @@ class _Trace:
         consumers = row["consumers"]
         if all_queues is not None and strategy in _CHECKED_STRATEGIES:
             try:
-                expected = _allocation(strategy, node, topic, tuple(sorted(all_queues)), tuple(sorted(consumers)))
+                expected = allocation(strategy, node, topic, tuple(sorted(all_queues)), tuple(sorted(consumers)))
             except SchemaError as bad:
                 raise SchemaError(f"trace {self.trace_id!r} seq {seq}: rebalance.assign all_queues: {bad}") from None
-            if isinstance(expected, _Refused):
+            if isinstance(expected, Refused):
                 self.owner_problems.append((group, _sample(self.trace_id, row, expected)))
             elif expected != queues:
                 self.owner_problems.append((group, _sample(
@@ -535,7 +437,7 @@ class _Trace:
                 # offset_not_past_unconsumed: commits after this are exempt for offsets delivered before it.
                 self.pending.pop((group, row["topic"], row["broker"], row["queue_id"]), None)
             if code is not None:
-                expected = _client_pull_status(code)
+                expected = client_pull_status(code)
                 if status != (expected or "ERROR"):
                     self.violation(_PULL, row, f"client status {status} for code {code}, pull_status gives "
                                                f"{expected or 'None (ERROR)'} (PULL-19)")
@@ -545,8 +447,8 @@ class _Trace:
             return
         offset, next_offset = row["offset"], row.get("next_offset")
         reasons = []
-        decided = _bounds(offset, low, high)
-        if isinstance(decided, _Refused):
+        decided = bounds(offset, low, high)
+        if isinstance(decided, Refused):
             reasons.append(decided)
         elif decided is not None:
             if (status, next_offset) != decided:
@@ -558,10 +460,10 @@ class _Trace:
             if next_offset is None or not low <= next_offset <= high:
                 reasons.append(f"next_offset {next_offset} outside [{low}, {high}] (PULL-25)")
         if code is not None:
-            codes = _pull_codes(status, offset)
+            codes = pull_codes(status, offset)
             if codes is None:
                 reasons.append(f"{status} is not a GetMessageStatus: no response code follows from it")
-            elif isinstance(codes, _Refused):
+            elif isinstance(codes, Refused):
                 reasons.append(codes)
             elif code not in codes:
                 reasons.append(f"code {code} for {status}, response_code gives {sorted(codes)} (PULL-10)")
@@ -615,8 +517,8 @@ class _Trace:
             # after its send), but that copy goes through the same retry topic, so it takes its place among the
             # copies that (b) pairs, ordered by when it is due.
             if target == retry and copy_times is not None and delay_level is not None and delay_level >= 1:
-                delay = _delay_ms(min(delay_level, len(self.delays)), self.delays)
-                due = row["ts_ms"] + (0 if isinstance(delay, _Refused) else delay)
+                delay = delay_ms(min(delay_level, len(self.delays)), self.delays)
+                due = row["ts_ms"] + (0 if isinstance(delay, Refused) else delay)
                 self.retry_copy_made((group, msg, copy_times), due, row["seq"], None, None)
             return
         if via != "broker" or row.get("broker") != row["node"]:
@@ -624,8 +526,8 @@ class _Trace:
         # retry_delay_dlq (a): the row describes the copy; r is the count of the message sent back.
         max_times = row.get("max_reconsume_times")
         max_times = _DEFAULT_MAX_RECONSUME if max_times is None else max_times
-        where = _send_back_target(copy_times - 1, 0, max_times)
-        if isinstance(where, _Refused):
+        where = send_back_target(copy_times - 1, 0, max_times)
+        if isinstance(where, Refused):
             self.retry_violation(row, where)
         elif where == Target.DLQ.name:
             if target != dead:
@@ -640,8 +542,8 @@ class _Trace:
         if target == retry:
             due = None
             if delay_level >= 1:
-                delay = _delay_ms(min(delay_level, len(self.delays)), self.delays)
-                if isinstance(delay, _Refused):
+                delay = delay_ms(min(delay_level, len(self.delays)), self.delays)
+                if isinstance(delay, Refused):
                     self.retry_violation(row, delay)
                 else:
                     due = row["ts_ms"] + delay

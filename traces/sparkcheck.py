@@ -41,11 +41,9 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType, StructField, StructType
 
-from rocketspec.spec import consume_retry
-from rocketspec.spec import send_retry as send_retry_spec
-from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS, CommunicationMode
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces import invariants as inv
-from rocketspec.traces import reading, schema
+from rocketspec.traces import oracles, reading, schema
 from rocketspec.traces.engine import is_remote
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
 
@@ -716,14 +714,6 @@ def _pull_reasons(broker_side: pd.Series, offset: pd.Series, min_offset: pd.Seri
     return pd.Series(out, dtype=object)
 
 
-def attempt_limit_or_none(mode: str | None, retry_times: int, retry_times_async: int) -> int | None:
-    """send_retry.attempt_limit (SEND-1, SEND-9) for a mode's name; None for a mode that is not one."""
-    try:
-        return send_retry_spec.attempt_limit(CommunicationMode[mode or ""], retry_times, retry_times_async)
-    except (KeyError, ValueError):
-        return None
-
-
 def _allocate_reasons(strategy: pd.Series, node: pd.Series, topic: pd.Series, all_queues: pd.Series,
                       consumers: pd.Series, queues: pd.Series) -> pd.Series:
     """single_owner (a): why a rebalance.assign differs from rebalance.allocate, or None."""
@@ -755,13 +745,25 @@ def _allocate_reasons(strategy: pd.Series, node: pd.Series, topic: pd.Series, al
     return pd.Series(out, dtype=object)
 
 
+def _answer(value: Any) -> Any:
+    """An oracle's answer for a decision table: None where the oracle refuses the values."""
+    return None if isinstance(value, oracles.Refused) else value
+
+
+def attempt_limit_or_none(mode: str | None, retry_times: int, retry_times_async: int) -> int | None:
+    """send_retry.attempt_limit (SEND-1, SEND-9) for a mode's name; None for a mode that is not one."""
+    return _answer(oracles.attempt_limit(mode, retry_times, retry_times_async))
+
+
+def within_budget_or_none(elapsed_ms: int, timeout_ms: int) -> bool | None:
+    """send_retry.attempt_within_budget (SEND-2)."""
+    return _answer(oracles.within_budget(elapsed_ms, timeout_ms))
+
+
 def send_back_target_or_none(reconsume_times: int, max_reconsume_times: int) -> str | None:
     """retry_delay_dlq (a): where consume_retry.consumer_send_back(r, 0, max) sends the copy (a Target name; None
     when the oracle refuses the values)."""
-    try:
-        return consume_retry.consumer_send_back(reconsume_times, 0, max_reconsume_times).target.name
-    except (ValueError, TypeError):
-        return None
+    return _answer(oracles.send_back_target(reconsume_times, 0, max_reconsume_times))
 
 
 def delay_millis_column(level: str, table: str) -> Column:
@@ -1280,7 +1282,7 @@ class _Checker:
                           F.coalesce("retry_times", F.lit(2)).alias("rt"),
                           F.coalesce("retry_times_async", F.lit(2)).alias("rta"), timeout.alias("budget")))
         looked = self.decided(looked, ["mode", "rt", "rta"], "most", "int", attempt_limit_or_none)
-        looked = self.decided(looked, ["elapsed", "budget"], "within", "boolean", send_retry_spec.attempt_within_budget)
+        looked = self.decided(looked, ["elapsed", "budget"], "within", "boolean", within_budget_or_none)
         limit = (F.when(F.col("most").isNull(), F.format_string("unknown mode '%s'", "mode"))
                  .when(F.col("position") > F.col("most"), F.format_string(
                      "attempt %d of a send exceeds attempt_limit(%s, %d, %d) = %d", "position", "mode", "rt", "rta",
