@@ -69,6 +69,12 @@ _BARE_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
 def loads_lenient(data: bytes | str) -> Any:
     """Parse JSON that may carry fastjson's bare numeric map keys (``{0:"addr"}``), outside string literals only."""
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    try:
+        # Most bodies are plain JSON (a broker's register body every 30 s), and the rewrite below leaves plain JSON
+        # as it is: outside strings, a number between "{" or "," and ":" is never valid JSON.
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
     out: list[str] = []
     pos = 0
     for match in _STRING.finditer(text):

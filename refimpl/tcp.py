@@ -150,6 +150,7 @@ class TcpChannel:
         # before the transport's buffer shows it.
         self._bytes_queued = 0
         self._bytes_written = 0
+        self._out: list[bytes] = []
         self.paused: set[str] = set()
         self.last_activity = 0.0
         self.frame_started = 0.0
@@ -176,12 +177,27 @@ class TcpChannel:
             log.warning("%s: cannot encode %s: %s", self.endpoint.node, command.code_name(), error)
             return
         self._bytes_queued += len(data)
-        # On the loop (the served nodes' runtime is the socket loop) the answer goes out now; from another thread
-        # (a test's direct call) it is posted, in order.
-        self.endpoint.wire.now_or_later(lambda: self._send_bytes(data))
+        # On the loop (the served nodes' runtime is the socket loop) the answer joins the connection's outgoing
+        # bytes now; from another thread (a test's direct call) that is posted, in order.
+        self.endpoint.wire.now_or_later(lambda: self._queue_bytes(data))
 
-    def _send_bytes(self, data: bytes) -> None:
-        """Write, unless the client stopped reading (its unsent answers would grow without bound)."""
+    def _queue_bytes(self, data: bytes) -> None:
+        """Write ``data`` now when no other request of this connection waits to run; else keep it for one write
+        after them: a client with many requests in flight (16 threads sharing one connection, as the Java client's
+        do) gets the answers of one batch in one system call, not one each."""
+        self._out.append(data)
+        if self.waiting <= 1:  # the request being answered is the last one read (or none: a held pull's answer)
+            self._send_bytes()
+        elif len(self._out) == 1:
+            self.endpoint.wire.loop.call_soon(self._send_bytes)
+
+    def _send_bytes(self) -> None:
+        """Write what this turn answered, unless the client stopped reading (its unsent answers would grow without
+        bound)."""
+        if not self._out:
+            return
+        data = self._out[0] if len(self._out) == 1 else b"".join(self._out)
+        self._out.clear()
         transport = self.transport
         self._bytes_written += len(data)
         if transport.is_closing():
@@ -285,8 +301,12 @@ class TcpChannel:
             future.set_result(response)
 
     def close(self) -> None:
-        transport = self.transport
-        self.endpoint.wire.now_or_later(transport.close)
+        self.endpoint.wire.now_or_later(self._close_after_answers)
+
+    def _close_after_answers(self) -> None:
+        """Close behind the answers this turn gave (the transport still writes what it holds, then closes)."""
+        self._send_bytes()
+        self.transport.close()
 
     def closed(self) -> None:
         """The socket is gone: fail waits, tell the server the client left."""

@@ -6,8 +6,10 @@ import argparse
 import importlib.util
 import json
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocketspec import __version__, conformance_cli, serving
 from rocketspec.argtypes import non_negative_int, positive_float, positive_int
@@ -15,7 +17,12 @@ from rocketspec.contracts import CONDITION_TIMEOUT_S, UNINTERESTING_ITERATIONS
 from rocketspec.progress import ProgressLine
 from rocketspec.serving import ServeError
 from rocketspec.spec import AREAS, area_module
-from rocketspec.traces.engine import AUTO, ENGINES
+from rocketspec.traces.engine import AUTO, DEFAULT_MASTER, ENGINES
+from rocketspec.traces.recording import FORMATS
+from rocketspec.traces.schema import FAULT_PROFILES, MANIFEST
+
+if TYPE_CHECKING:  # the generator is imported when it runs (it loads the whole reference cluster)
+    from rocketspec.traces.generate import Progress
 
 
 class UsageError(Exception):
@@ -102,6 +109,39 @@ def _watched(line: ProgressLine) -> ProgressLine | None:
     """The line where someone watches; else nothing, so a checker does no work to report progress (Spark's is a
     thread polling the status tracker)."""
     return line if line.enabled else None
+
+
+def _generate_progress() -> Callable[[Progress], None]:
+    """Generation progress on stderr: a line rewritten in place on a terminal, else a line every 5 s."""
+    interactive = sys.stderr.isatty()
+    last = [0.0]
+
+    def show(p: Progress) -> None:
+        now = time.perf_counter()
+        final = p.shards_done == p.shards
+        if interactive:
+            print(f"\r{p.line()}   ", end="\n" if final else "", file=sys.stderr, flush=True)
+        elif final or now - last[0] >= 5.0:
+            print(p.line(), file=sys.stderr, flush=True)
+            last[0] = now
+
+    return show
+
+
+def cmd_traces_generate(args: argparse.Namespace) -> int:
+    """Exit 0 when every shard settled, 1 when one was cut; bad input is a UsageError (exit 2)."""
+    from rocketspec.traces.generate import GenerateError, generate
+    from rocketspec.traces.recording import TraceWriteError
+
+    try:
+        summary = generate(args.events, args.out, shards=args.shards, seed=args.seed, faults=args.faults,
+                           spark=args.spark, master=args.master, fmt=args.fmt, progress=_generate_progress(),
+                           force=args.force)
+    except (GenerateError, TraceWriteError) as error:
+        raise UsageError(str(error)) from None
+    print(f"wrote {summary['events']:,} events in {summary['traces']} trace(s) to {summary['out']} "
+          f"({summary['events_per_second']:,} events/s; {summary['settled']} settled, {summary['cut']} cut)")
+    return 0 if summary["cut"] == 0 else 1
 
 
 def cmd_traces_check(args: argparse.Namespace) -> int:
@@ -218,9 +258,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     traces_commands = traces.add_subparsers(dest="traces_command", metavar="TRACES_COMMAND")
     traces_commands.required = True
-    from rocketspec.traces import generate as trace_generate
-
-    trace_generate.add_parser(traces_commands)
+    tgenerate = traces_commands.add_parser(
+        "generate",
+        help="run seeded randomized workloads on the simulated reference cluster and record them as traces",
+        description=(
+            "Run seeded randomized workloads (producers, transactions, consumer groups joining, leaving and "
+            "crashing, faults, retries) on the simulated reference cluster, one independent cluster per shard, "
+            f"and record about N events as traces (Parquet partitioned by trace, or JSON Lines) with a {MANIFEST} "
+            "manifest. The same arguments give the same traces."
+        ),
+    )
+    tgenerate.add_argument("--events", type=positive_int, required=True, metavar="N",
+                           help="about how many events to record in all")
+    tgenerate.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
+    tgenerate.add_argument("--force", action="store_true", help="replace the traces of an earlier run in DIR")
+    tgenerate.add_argument("--shards", type=positive_int, default=1, metavar="K",
+                           help="independent seeded clusters, one trace each, run in parallel (default 1)")
+    tgenerate.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="random seed (default 0)")
+    tgenerate.add_argument("--faults", choices=FAULT_PROFILES, default="light",
+                           help="fault profile: none, light (default) or heavy (also crashes, restarts, deletions)")
+    tgenerate.add_argument("--spark", action="store_true", help="run the shards as Spark tasks")
+    tgenerate.add_argument("--master", metavar="URL",
+                           help=f"Spark master (implies --spark; default {DEFAULT_MASTER})")
+    tgenerate.add_argument("--format", choices=FORMATS, default="parquet", dest="fmt",
+                           help="parquet (default, partitioned by trace) or jsonl")
+    tgenerate.set_defaults(handler=cmd_traces_generate)
     tcheck = traces_commands.add_parser(
         "check",
         help="check every protocol invariant on a trace (PySpark)",
@@ -232,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tcheck.add_argument("trace", metavar="DIR", help="trace directory (or one .parquet / .jsonl file)")
     tcheck.add_argument("--master", metavar="URL",
-                        help="Spark master (default local[*]; spark://host:7077, yarn, k8s://..., local[2])")
+                        help=f"Spark master (default {DEFAULT_MASTER}; spark://host:7077, yarn, k8s://..., local[2])")
     tcheck.add_argument("--engine", choices=ENGINES, default=AUTO,
                         help="auto (default: the python checker for a trace on this machine, spark with --master, "
                              "under spark-submit or for a cluster file system URL), spark, or python (one process, "

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -28,6 +29,34 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+# ------------------------------------------------------------------------------------------------------ slow tests
+# The README's test command runs in minutes; what takes longer is marked `slow` and runs with `--slow` (CI runs both:
+# `.ci/run`). Slow: the whole main job (`spec check` at full budgets), CrossHair runs over many conditions, Spark
+# (a JVM per session), and the suites that start the real RocketMQ 4.9.8, its Java client or the C++/JS client
+# conformance drivers. Tests of those xdist groups are marked here, so a new test in a group needs no mark of its own.
+SLOW_GROUPS = frozenset({"rocketmq-real", "conformance-client", "client-suite-cpp", "client-suite-js", "spark-cluster"})
+SLOW_ENV = "ROCKETSPEC_SLOW"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true",
+                     help=f"also run the tests marked slow (or set {SLOW_ENV}=1); `-m slow` runs only those")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = item.get_closest_marker("xdist_group")
+        if group is not None and group.args and group.args[0] in SLOW_GROUPS:
+            item.add_marker(pytest.mark.slow)
+    if config.getoption("--slow") or os.environ.get(SLOW_ENV) == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: runs with --slow (CI runs it)")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
 # ----------------------------------------------------------------- the real RocketMQ 4.9.8 and the official Java client
 # Tests that use these are marked `pytest.mark.xdist_group("rocketmq-real")` so that one xdist worker starts the
 # real cluster once (`--dist loadgroup` in pyproject); see tests/realcluster.py for the setting that finds it.
@@ -36,7 +65,6 @@ import tempfile  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import pytest  # noqa: E402
 from realcluster import SERVED_OPTIONS, JavaDriver, RealCluster, require_home  # noqa: E402
 
 from rocketspec.refimpl.served import ServedCluster  # noqa: E402

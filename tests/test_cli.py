@@ -57,6 +57,7 @@ def test_clauses_json_lists_every_clause(capsys: pytest.CaptureFixture[str]) -> 
         assert clause["checks"], f"{clause['id']} is checked by nothing"
 
 
+@pytest.mark.slow  # the main job at its full budgets: about 5 minutes of CrossHair
 def test_full_check_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The command the README's main job runs: CrossHair and the explorer over every area."""
     report = tmp_path / "report.json"
@@ -86,3 +87,14 @@ def test_oracle_reference_is_current(capsys: pytest.CaptureFixture[str]) -> None
     generated = capsys.readouterr().out
     committed = (Path(__file__).parent.parent / "docs" / "oracles.md").read_text(encoding="utf-8")
     assert committed == generated, "docs/oracles.md is stale: rocketspec spec oracles --markdown > docs/oracles.md"
+
+
+def test_the_command_line_loads_a_command_only_when_it_runs() -> None:
+    """``rocketspec serve`` starts in a fifth of a second (docs/benchmarks.md): parsing the command line loads
+    neither the conformance suite nor the trace generator with the whole reference cluster behind it."""
+    heavy = ("rocketspec.conformance.", "rocketspec.conformance_commands", "rocketspec.traces.generate",
+             "rocketspec.traces.workload", "rocketspec.refimpl.cluster")
+    probe = ("import sys, rocketspec.cli as cli; cli.build_parser(); "
+             f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout

@@ -13,7 +13,7 @@ from client_tables import listed
 from rocketspec.conformance.broker import BROKER_CASES
 from rocketspec.conformance.client import CLIENT_CASES
 from rocketspec.conformance.coverage import BROKER_SIDE, CLIENT_SIDE, UNREACHED_REASONS, coverage, known_clauses
-from rocketspec.conformance_cli import case_table_markdown
+from rocketspec.conformance_commands import case_table_markdown
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "conformance.md"
 

@@ -77,6 +77,23 @@ def test_lenient_parser_leaves_string_contents_alone() -> None:
         "k": 'quote " and \\ backslash, 5:'}
 
 
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(_JSON_VALUES, st.dictionaries(st.integers(-5, 99), st.text(max_size=6), max_size=4))
+def test_lenient_parser_agrees_with_json_on_plain_json_and_reads_bare_keys(value: object,
+                                                                           bare: dict[int, str]) -> None:
+    """Plain JSON parses as ``json.loads`` does (the parser takes it directly; the bare-key rewrite would leave it
+    unchanged); fastjson's bare numeric keys become strings, also beside a plain value."""
+    assert loads_lenient(json.dumps(value)) == value
+    document = {"plain": value, "bare": bare}
+    assert loads_lenient(dumps_java(document, standard=False)) == {
+        "plain": value, "bare": {str(k): v for k, v in bare.items()}}
+
+
 def test_publish_queues_sorted_writable_with_master() -> None:
     route = route_ab()
     route.queue_datas.append(QueueData("broker-c", 2, 2, PERM_READ, 0))  # not writable

@@ -28,6 +28,7 @@ from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.message import encode_properties
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
+from rocketspec.refimpl.tcp import TcpChannel
 from rocketspec.refimpl.wireloop import LOOP_ENV
 from rocketspec.spec.protocol import (
     MAX_FRAME_BYTES,
@@ -542,3 +543,27 @@ def test_a_client_that_never_reads_is_closed_and_nobody_else_notices() -> None:
                 time.sleep(0.05)
             assert served.connections("namesrv") == 0
         assert answers(served.namesrv_addr)
+
+
+def test_pipelined_requests_are_all_answered_in_fewer_writes(served: ServedCluster,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """32 sends written at once on one connection (what 16 Java client threads sharing it look like): every one is
+    stored and answered SUCCESS under its own opaque, and the answers of requests that waited behind others go out
+    together (refimpl/tcp.py ``TcpChannel._queue_bytes``), not one write each."""
+    writes: list[int] = []
+    send_bytes = TcpChannel._send_bytes
+
+    def counted(channel: TcpChannel) -> None:
+        if channel._out:
+            writes.append(len(channel._out))
+        send_bytes(channel)
+
+    monkeypatch.setattr(TcpChannel, "_send_bytes", counted)
+    requests = [RemotingCommand.request(RequestCode.SEND_MESSAGE, send_fields(TOPIC, f"P{i}", queue_id=i % 4),
+                                        f"pipelined-{i}".encode()) for i in range(32)]
+    with WireClient(served.broker_addrs["broker-a"]) as client:
+        client.send_raw(b"".join(encode(request, JSON) for request in requests))
+        answered = [client.response_to(request.opaque)[0] for request in requests]
+    assert all(a.code == ResponseCode.SUCCESS for a in answered), [a.remark for a in answered]
+    assert {f"pipelined-{i}".encode() for i in range(32)} <= set(stored_bodies(served))
+    assert sum(writes) >= 32 and len(writes) < 32, writes

@@ -218,6 +218,7 @@ def spark_report(combined: Path) -> Any:
     return sc.check_spark(combined, master="local[2]")
 
 
+@pytest.mark.slow  # Spark
 def test_spark_reads_each_traces_table_and_agrees_with_python(spark_report: Any, combined: Path) -> None:
     python = check_python(combined)
     assert [r.name for r in spark_report.results] == [i.name for i in INVARIANTS]

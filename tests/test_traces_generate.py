@@ -96,6 +96,7 @@ def test_cli_generate_and_force(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "must be positive" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # Spark
 def test_spark_tasks_write_the_same_traces(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     summary = generate(1_000, tmp_path / "spark", shards=2, seed=4, master="local[2]", fmt="jsonl")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 JAVA = shutil.which("java") or os.environ.get("JAVA_HOME")
-pytestmark = pytest.mark.skipif(not JAVA, reason="Spark needs Java")
+pytestmark = [pytest.mark.skipif(not JAVA, reason="Spark needs Java"), pytest.mark.slow]
 ROCKETSPEC = [sys.executable, "-m", "rocketspec"]
 WAIT_S = 120.0
 

@@ -229,10 +229,12 @@ def spark_report(trace_dirs: dict[str, Path]) -> Report:
     return check_spark(trace_dirs["parquet"], master="local[2]")
 
 
+@pytest.mark.slow  # Spark
 def test_spark_on_the_directory_of_every_fixture(spark_report: Report) -> None:
     _assert_whole_directory(spark_report, "spark")
 
 
+@pytest.mark.slow  # Spark
 def test_engines_agree(spark_report: Report, trace_dirs: dict[str, Path]) -> None:
     """Same events scanned, violations, counts and sample rows (trace_id, seq) from both engines."""
     python = check_python(trace_dirs["parquet"])
@@ -251,6 +253,7 @@ def test_engines_agree(spark_report: Report, trace_dirs: dict[str, Path]) -> Non
     assert summary(spark_report) == summary(python)
 
 
+@pytest.mark.slow  # Spark
 def test_engines_agree_on_generated_traces(tmp_path: Path) -> None:
     """A seeded sweep: eight generated traces (each shard its own seed; crashes, restarts, disconnects and injected
     faults) checked as one directory by both engines give identical reports: events

@@ -26,6 +26,8 @@ if shutil.which("java") is None:  # pragma: no cover - the machine has Java
 
 from rocketspec.traces import sparkcheck as sc
 
+pytestmark = pytest.mark.slow  # Spark: a JVM per session
+
 #: One violating variant per invariant (the first listed for it).
 FIRST_VIOLATIONS: dict[str, str] = {}
 for _name in fx.VIOLATIONS:

@@ -13,6 +13,8 @@ import os
 
 AUTO, SPARK, PYTHON = "auto", "spark", "python"
 ENGINES = (AUTO, SPARK, PYTHON)
+#: The Spark master when none is named and the process does not run under spark-submit.
+DEFAULT_MASTER = "local[*]"
 
 
 def is_url(source: str | os.PathLike[str]) -> bool:

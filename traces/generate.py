@@ -14,24 +14,20 @@ the ``progress`` callback; the command line prints it on stderr.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from rocketspec.argtypes import non_negative_int, positive_int
 from rocketspec.traces.engine import is_url
-from rocketspec.traces.recording import FORMATS, TraceWriteError, write_manifest
-from rocketspec.traces.schema import MANIFEST, SETTLED
-from rocketspec.traces.workload import PROFILES, ShardResult, ShardSpec, run_shard
+from rocketspec.traces.recording import FORMATS, write_manifest
+from rocketspec.traces.schema import FAULT_PROFILES, SETTLED
+from rocketspec.traces.workload import ShardResult, ShardSpec, run_shard
 
-DEFAULT_MASTER = "local[*]"
 #: Rows a worker lets pass between two progress reports.
 _PROGRESS_EVERY = 20_000
 
@@ -64,8 +60,8 @@ def _check_arguments(events: int, shards: int, seed: int, faults: str, fmt: str)
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             what = "a positive" if low else "a non-negative"
             raise GenerateError(f"{name} must be {what} whole number, not {value!r}")
-    if faults not in PROFILES:
-        raise GenerateError(f"faults must be one of {', '.join(PROFILES)}, not {faults!r}")
+    if faults not in FAULT_PROFILES:
+        raise GenerateError(f"faults must be one of {', '.join(FAULT_PROFILES)}, not {faults!r}")
     if fmt not in FORMATS:
         raise GenerateError(f"format must be one of {', '.join(FORMATS)}, not {fmt!r}")
 
@@ -255,84 +251,3 @@ def generate(
         "shards": [attrs.asdict(r) for r in results],
         "manifest": manifest,
     }
-
-
-# ----------------------------------------------------------------------------------------------------- command line
-def add_parser(subcommands: Any) -> argparse.ArgumentParser:
-    """Register ``generate`` on the ``traces`` sub-command parsers; its handler is :func:`cmd_generate`."""
-    parser: argparse.ArgumentParser = subcommands.add_parser(
-        "generate",
-        help="run seeded randomized workloads on the simulated reference cluster and record them as traces",
-        description=(
-            "Run seeded randomized workloads (producers, transactions, consumer groups joining, leaving and "
-            "crashing, faults, retries) on the simulated reference cluster, one independent cluster per shard, "
-            f"and record about N events as traces (Parquet partitioned by trace, or JSON Lines) with a {MANIFEST} "
-            "manifest. The same arguments give the same traces."
-        ),
-    )
-    parser.add_argument("--events", type=positive_int, required=True, metavar="N",
-                        help="about how many events to record in all")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (new or empty)")
-    parser.add_argument("--force", action="store_true", help="replace the traces of an earlier run in DIR")
-    parser.add_argument("--shards", type=positive_int, default=1, metavar="K",
-                        help="independent seeded clusters, one trace each, run in parallel (default 1)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help="random seed (default 0)")
-    parser.add_argument("--faults", choices=PROFILES, default="light",
-                        help="fault profile: none, light (default) or heavy (also crashes, restarts, deletions)")
-    parser.add_argument("--spark", action="store_true", help="run the shards as Spark tasks")
-    parser.add_argument("--master", metavar="URL",
-                        help=f"Spark master (implies --spark; default {DEFAULT_MASTER})")
-    parser.add_argument("--format", choices=FORMATS, default="parquet", dest="fmt",
-                        help="parquet (default, partitioned by trace) or jsonl")
-    parser.set_defaults(handler=cmd_generate)
-    return parser
-
-
-def _stderr_progress() -> Callable[[Progress], None]:
-    interactive = sys.stderr.isatty()
-    last = [0.0]
-
-    def show(p: Progress) -> None:
-        now = time.perf_counter()
-        final = p.shards_done == p.shards
-        if interactive:
-            print(f"\r{p.line()}   ", end="\n" if final else "", file=sys.stderr, flush=True)
-        elif final or now - last[0] >= 5.0:
-            print(p.line(), file=sys.stderr, flush=True)
-            last[0] = now
-
-    return show
-
-
-def cmd_generate(args: argparse.Namespace) -> int:
-    """The ``traces generate`` handler: exit 0 when every shard settled, 1 when one was cut; bad input raises
-    ``rocketspec.cli.UsageError`` (exit 2)."""
-    from rocketspec.cli import UsageError
-
-    try:
-        summary = generate(args.events, args.out, shards=args.shards, seed=args.seed, faults=args.faults,
-                           spark=args.spark, master=args.master, fmt=args.fmt, progress=_stderr_progress(),
-                           force=args.force)
-    except (GenerateError, TraceWriteError) as error:
-        raise UsageError(str(error)) from None
-    print(f"wrote {summary['events']:,} events in {summary['traces']} trace(s) to {summary['out']} "
-          f"({summary['events_per_second']:,} events/s; {summary['settled']} settled, {summary['cut']} cut)")
-    return 0 if summary["cut"] == 0 else 1
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``generate`` alone (``python -m rocketspec.traces.generate --events N --out DIR``)."""
-    parser = argparse.ArgumentParser(prog="rocketspec traces")
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["generate", *(sys.argv[1:] if argv is None else argv)])
-    from rocketspec.cli import UsageError
-
-    try:
-        return int(args.handler(args))
-    except UsageError as error:
-        print(f"rocketspec: error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -165,6 +165,9 @@ KINDS: dict[str, Kind] = {
     )
 }
 
+#: The workload fault profiles a manifest can name (``traces generate --faults``; ``traces/workload.py``).
+FAULT_PROFILES = ("none", "light", "heavy")
+
 #: trace.end statuses.
 SETTLED = "SETTLED"
 CUT = "CUT"

@@ -44,7 +44,7 @@ from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, Stri
 from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces import invariants as inv
 from rocketspec.traces import oracles, reading, schema
-from rocketspec.traces.engine import is_remote
+from rocketspec.traces.engine import DEFAULT_MASTER, is_remote
 from rocketspec.traces.report import InvariantResult, Report, sample_rows
 
 ENGINE = "spark"
@@ -111,7 +111,7 @@ def spark_session(master: str | None = None, *, small: bool = False) -> SparkSes
         return _SESSION
     builder = SparkSession.builder.appName("rocketspec traces")
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit launched this process: its master rules
-    chosen = master or (None if submitted else "local[*]")
+    chosen = master or (None if submitted else DEFAULT_MASTER)
     if chosen:
         builder = builder.master(chosen)
     if not os.environ.get("PYSPARK_PYTHON"):
@@ -180,7 +180,10 @@ def _on_sigint(_signum: int, _frame: Any) -> None:
 
 
 def _drop_py4j_records(record: logging.LogRecord) -> bool:
-    return "py4j" not in record.pathname
+    """False for what py4j logs (by where it was logged, by its logger, or by the error it carries)."""
+    error = record.exc_info[1] if record.exc_info else None
+    return not ("py4j" in record.pathname or record.name.startswith("py4j")
+                or (error is not None and type(error).__module__.startswith("py4j")))
 
 
 def _quiet_interrupts() -> None:
@@ -192,6 +195,14 @@ def _quiet_interrupts() -> None:
     root = logging.getLogger()
     if _drop_py4j_records not in root.filters:
         root.addFilter(_drop_py4j_records)
+    if not root.handlers:
+        # What ``logging.error`` would install on first use (``basicConfig``), here at once so that the filter sits
+        # on the handler too: a record that reaches it by any path is filtered (one once got through the logger's
+        # filter during a Ctrl-C, in a run of the interrupt test under load).
+        logging.basicConfig()
+    for handler in root.handlers:
+        if _drop_py4j_records not in handler.filters:
+            handler.addFilter(_drop_py4j_records)
 
 
 #: What the JVM prints on every start, whatever the log settings: not for the user (Spark 4 adds the module).

@@ -55,9 +55,8 @@ from rocketspec.refimpl.runtime import NotIdle, RuntimeTimeout
 from rocketspec.spec.protocol import TransactionState
 from rocketspec.spec.queues import MessageQueue
 from rocketspec.traces.recording import TraceRecorder
-from rocketspec.traces.schema import CUT, SETTLED
+from rocketspec.traces.schema import CUT, FAULT_PROFILES, SETTLED
 
-PROFILES = ("none", "light", "heavy")
 _SEND_ERRORS = (MQClientError, MQBrokerError, RemotingError, RuntimeTimeout)
 _TAGS = ("TagA", "TagB", "TagC", None)
 _STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
@@ -92,7 +91,7 @@ def profile(name: str) -> Profile:
     try:
         return _PROFILE_BY_NAME[name]
     except KeyError:
-        raise ValueError(f"fault profile must be one of {', '.join(PROFILES)}, not {name!r}") from None
+        raise ValueError(f"fault profile must be one of {', '.join(FAULT_PROFILES)}, not {name!r}") from None
 
 
 @attrs.frozen
