@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from trace_fixtures import VIOLATIONS, healthy, write_trace_dir
+from trace_fixtures import ALLOWED, VIOLATIONS, healthy, write_trace_dir
 
 from rocketspec.cli import main
 from rocketspec.traces.engine import choose_engine
@@ -31,6 +31,21 @@ def test_a_violation_exits_1_and_names_the_invariant(tmp_path: Path, capsys: pyt
     assert main(["traces", "check", str(tmp_path / "bad"), "--engine", "python", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert [i["name"] for i in data["invariants"] if not i["ok"]] == ["send_retry"]
+
+
+def test_strict_fails_a_check_that_could_not_judge_everything(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A cut trace holds every invariant, but no_lost_message could not judge its part (b): exit 0, and 1 under
+    --strict with one line saying what was not judged; a settled trace passes --strict."""
+    write_trace_dir({"unsettled_undelivered": ALLOWED["unsettled_undelivered"]()}, tmp_path / "cut", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "cut"), "--engine", "python"]) == 0
+    assert "part_b_skipped_unsettled 1" in capsys.readouterr().out
+    assert main(["traces", "check", str(tmp_path / "cut"), "--engine", "python", "--strict"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["rocketspec: --strict: not every invariant could be judged (no_lost_message: "
+                   "part_b_skipped_unsettled 1)"], err
+    write_trace_dir({"healthy": healthy()}, tmp_path / "settled", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "settled"), "--engine", "python", "--strict"]) == 0
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.spec.protocol import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, RequestCode, ResponseCode
 from rocketspec.traces import reading
+from rocketspec.traces.invariants import PART_A_SKIPPED, SKIPPED
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.schema import check_row
 from rocketspec.traces.wiretap import MAX_PENDING_PER_CONNECTION, WireEvents
@@ -391,6 +392,31 @@ def served_trace(tmp_path: Path) -> Iterator[tuple[ServedCluster, Path]]:
     with ServedCluster(brokers=1, trace_dir=out, trace_format="jsonl") as served:
         served.create_topic("T", queues=1)
         yield served, out
+
+
+def test_a_served_trace_is_cut_and_still_shows_an_acknowledged_message_lost(tmp_path: Path) -> None:
+    """A served run ends CUT (the server stops, consumers may be behind); no_lost_message still checks its part (a)
+    there: every SEND_OK has its store.put. With one put taken out of the trace (a broker that acknowledged and lost
+    the message), the check says so, naming the send.result. (The producers' mode is declared, as ``serve
+    --send-mode`` does: without it a sync send's answer is not written as a send.result.)"""
+    out = tmp_path / "served"
+    keys = [f"{'K' * 30}{i:02d}" for i in range(3)]
+    with ServedCluster(brokers=1, trace_dir=out, trace_format="jsonl", send_mode="SYNC") as served:
+        served.create_topic("T", queues=1)
+        with WireClient(served.broker_addrs["broker-a"]) as broker:
+            assert broker.request(heartbeat("cid-s")).code == ResponseCode.SUCCESS
+            for key in keys:
+                assert broker.request(send(key)).code == ResponseCode.SUCCESS
+    result = check_python(out).result("no_lost_message")
+    assert result.ok and result.counts.get(SKIPPED) == 1 and PART_A_SKIPPED not in result.counts, result.to_json()
+    (trace_file,) = out.glob("*.jsonl")
+    lines = trace_file.read_text().splitlines()
+    lost = [line for line in lines if json.loads(line)["kind"] == "store.put" and json.loads(line)["msg_id"] == keys[1]]
+    assert len(lost) == 1
+    trace_file.write_text("\n".join(line for line in lines if line not in lost) + "\n")
+    result = check_python(out).result("no_lost_message")
+    assert result.violations == 1, result.to_json()
+    assert (result.samples[0]["kind"], result.samples[0]["msg_id"]) == ("send.result", keys[1]), result.samples
 
 
 def test_a_served_cluster_records_client_and_broker_events_once(served_trace: tuple[ServedCluster, Path]) -> None:

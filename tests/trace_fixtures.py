@@ -568,6 +568,14 @@ def _lost_ack_not_stored() -> list[Row]:
     return d.rows()
 
 
+def _lost_ack_not_stored_cut() -> list[Row]:
+    """(a) in a cut trace: m2's SEND_OK has no store.put; the run was cut, yet the put would have come first."""
+    name = "violates-no_lost_message/ack_not_stored_cut"
+    d = _draft(name, _scenario(trace_id_of(name), status=schema.CUT))
+    d.drop("put:m2")
+    return d.rows()
+
+
 def _lost_not_delivered() -> list[Row]:
     """(b): a settled run ends with m8 stored in a subscribed queue and never consumed."""
     return _rows_of("violates-no_lost_message/not_delivered", tail=_undelivered_tail())
@@ -1268,6 +1276,7 @@ def _allowed_same_broker_latency_fault() -> list[Row]:
 #: Variants that violate exactly the invariant named before the '/', exactly once.
 VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "no_lost_message/ack_not_stored": _lost_ack_not_stored,
+    "no_lost_message/ack_not_stored_cut": _lost_ack_not_stored_cut,
     "no_lost_message/not_delivered": _lost_not_delivered,
     "no_lost_message/consumed_never": _lost_consumed_never,
     "no_lost_message/dlq_copy_missing": _lost_dlq_copy_missing,
@@ -1365,6 +1374,7 @@ ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
 #: its queue set there, so m4's duplicate is put down to that rebalance (the first cause in CAUSES order).
 VIOLATION_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "single_owner/overlap": {"duplicates_allowed": {REBALANCE: 1}},
+    "no_lost_message/ack_not_stored_cut": {"no_lost_message": {SKIPPED: 1}},
 }
 
 
@@ -1380,6 +1390,7 @@ def _at(kind: str, nth: int | None = None, **fields: Any) -> Callable[[Sequence[
 #: variant listing several finders would accept any of their rows).
 VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "no_lost_message/ack_not_stored": (_at("send.result", msg_id="m2"),),
+    "no_lost_message/ack_not_stored_cut": (_at("send.result", msg_id="m2"),),
     "no_lost_message/not_delivered": (_at("store.put", msg_id="m8"),),
     "no_lost_message/consumed_never": (_at("store.put", msg_id="m2", topic=TOPIC),),
     "no_lost_message/dlq_copy_missing": (_at("store.put", msg_id="m5", topic=TOPIC),),

@@ -59,9 +59,13 @@ CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "broker_resta
           SHARED_QUEUE)
 #: sendback ``via`` values that take the message out of the consumer (a copy was stored).
 SENT_BACK_VIAS = frozenset({"broker", "client"})
-#: Count names results use besides the CAUSES: unsettled traces skipped by no_lost_message, due copies exempt by a
-#: store.delete, msg_ids resolved more than once as TXN-11/25 allow.
-SKIPPED = "skipped"
+#: Count names results use besides the CAUSES: traces whose part (b) no_lost_message could not judge (not SETTLED),
+#: traces whose part (a) it could not judge (no store.put row at all: the broker's side is not recorded), due copies
+#: exempt by a store.delete, msg_ids resolved more than once as TXN-11/25 allow.
+SKIPPED = "part_b_skipped_unsettled"
+PART_A_SKIPPED = "part_a_skipped_no_puts"
+#: The counts that say a part of an invariant was not judged on some traces (``traces check --strict`` fails on them).
+UNJUDGED = (SKIPPED, PART_A_SKIPPED)
 EXEMPT_DELETED = "exempt_deleted"
 TXN_ALLOWED = "TXN-11"
 #: fault.inject action of a duplicated request.
@@ -103,18 +107,20 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("OFF-17", "OFF-19", "RETRY-7", "TXN-8"),
         ("send.result", "store.put", "pull.request", "rebalance.assign", "consume.result", "store.delete",
          "client.lifecycle", "txn.half", "trace.end"),
-        "Checked only in traces with a trace.end row of status SETTLED (others are counted as skipped). "
-        "(a) A message acknowledged to a producer (a send.result with status SEND_OK in a user topic, msg_id with no "
-        "txn.half row) has a store.put with its msg_id in that topic; a violation row names the send.result. "
-        "(b) Each store.put of a user topic (a copy) is due to every clustering group G that has a pull.request for "
-        "the copy's queue with offset <= the copy's offset (at any seq: the group's position was at or before the "
-        "copy), whose subscription expression for the topic (that of G's latest rebalance.assign of the topic; '*' "
-        "if none) selects the copy's tags (tag_matches), and that has a live consumer at the end (a node with a "
-        "rebalance.assign or pull.request of G whose last client.lifecycle, if any, is not shutdown or crash). A "
-        "due copy is "
-        "delivered when G has a success for its msg_id (any topic) or a store.put of its msg_id in %DLQ%<G>, at any "
-        "seq; it is exempt when a store.delete of its queue has offset > the copy's offset. A violation row names "
-        "the group and the copy's store.put.",
+        "(a) In every trace that records the broker's puts (has a store.put row; others are counted as "
+        "part_a_skipped_no_puts), settled or cut: a put comes before the answer that acknowledges it, so a message "
+        "acknowledged to a producer (a send.result with status SEND_OK in a user topic, msg_id with no txn.half row) "
+        "has a store.put with its msg_id in that topic (in a trace that is not SETTLED, a store.put in "
+        "SCHEDULE_TOPIC_XXXX also does: a delayed message reaches its topic when its level is due); a violation row "
+        "names the send.result. (b) Only in traces with a trace.end row of status SETTLED (others are counted as "
+        "part_b_skipped_unsettled): each store.put of a user topic (a copy) is due to every clustering group G that "
+        "has a pull.request for the copy's queue with offset <= the copy's offset (at any seq: the group's position "
+        "was at or before the copy), whose subscription expression for the topic (that of G's latest rebalance.assign "
+        "of the topic; '*' if none) selects the copy's tags (tag_matches), and that has a live consumer at the end (a "
+        "node with a rebalance.assign or pull.request of G whose last client.lifecycle, if any, is not shutdown or "
+        "crash). A due copy is delivered when G has a success for its msg_id (any topic) or a store.put of its msg_id "
+        "in %DLQ%<G>, at any seq; it is exempt when a store.delete of its queue has offset > the copy's offset. A "
+        "violation row names the group and the copy's store.put.",
     ),
     Invariant(
         "duplicates_allowed",

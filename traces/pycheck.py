@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketspec.spec.consume_retry import Target
+from rocketspec.spec.protocol import SCHEDULE_TOPIC
 from rocketspec.traces import reading
 from rocketspec.traces.invariants import (
     BROADCASTING,
@@ -46,8 +47,10 @@ from rocketspec.traces.invariants import (
     DEFAULT_CHECK_MAX,
     INVARIANTS,
     MAX_SAMPLES,
+    PART_A_SKIPPED,
     SENT_BACK_VIAS,
     SHARED_QUEUE,
+    SKIPPED,
     SUCCESS_STATUSES,
     TXN_COMMITTED,
     TXN_ROLLED_BACK,
@@ -179,6 +182,8 @@ class _Trace:
         self.lowest_pull: dict[tuple[str, str, int], dict[str, int]] = defaultdict(dict)
         self.copies: list[tuple[int, str, str, str, int, int, str | None]] = []
         self.acked: list[tuple[int, str, str, str, str, int, int | None, int]] = []
+        self.puts_recorded = False  # any store.put row: the trace records the broker's side
+        self.parked: set[str] = set()  # msg_ids put in SCHEDULE_TOPIC_XXXX (delayed: their topic's put comes later)
         self.put_in_topic: set[tuple[str, str]] = set()
         self.dlq: set[tuple[str, str]] = set()
         self.deleted: dict[tuple[str, str, int], int] = {}
@@ -620,6 +625,9 @@ class _Trace:
 
     def store_put(self, row: dict[str, Any]) -> None:
         topic, msg = row["topic"], row["msg_id"]
+        self.puts_recorded = True
+        if topic == SCHEDULE_TOPIC:
+            self.parked.add(msg)
         if _user_topic(topic):
             self.put_in_topic.add((msg, topic))
             puts = self.user_puts.get(msg)
@@ -742,16 +750,22 @@ class _Trace:
         self.finish_retry_pairs()
 
     def finish_lost(self, broadcasting: Callable[[str], bool]) -> None:
-        """no_lost_message (a) and (b), in settled traces."""
+        """no_lost_message: (a) where the trace records puts, settled or cut; (b) in settled traces."""
         tally = self.t[_NO_LOST]
+        acked = [a for a in self.acked if a[2] not in self.halves]
+        if not self.puts_recorded:
+            if acked:
+                tally.counts[PART_A_SKIPPED] += 1
+        else:
+            for seq, node, msg, topic, broker, queue_id, offset, attempt in acked:
+                if (msg, topic) not in self.put_in_topic and (self.settled or msg not in self.parked):
+                    tally.add(_compact(self.trace_id, seq, f"acknowledged SEND_OK but never stored in {topic} "
+                                       f"(OFF-17)", kind="send.result", node=node, topic=topic, broker=broker,
+                                       queue_id=queue_id, offset=offset, msg_id=msg, attempt=attempt,
+                                       status="SEND_OK"))
         if not self.settled:
-            tally.counts["skipped"] += 1
+            tally.counts[SKIPPED] += 1
             return
-        for seq, node, msg, topic, broker, queue_id, offset, attempt in self.acked:
-            if msg not in self.halves and (msg, topic) not in self.put_in_topic:
-                tally.add(_compact(self.trace_id, seq, f"acknowledged SEND_OK but never stored in {topic} (OFF-17)",
-                                   kind="send.result", node=node, topic=topic, broker=broker, queue_id=queue_id,
-                                   offset=offset, msg_id=msg, attempt=attempt, status="SEND_OK"))
         life = self.last_life
         live = {g for g, nodes in self.consumer_nodes.items()
                 if not broadcasting(g) and any(life.get((g, n)) not in _GONE for n in nodes)}

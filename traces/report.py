@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from rocketspec.traces.invariants import BY_NAME, MAX_SAMPLES
+from rocketspec.traces.invariants import BY_NAME, MAX_SAMPLES, UNJUDGED
 from rocketspec.traces.schema import SCHEMA_VERSION
 
 
@@ -66,6 +66,11 @@ class Report:
 
     def result(self, name: str) -> InvariantResult:
         return next(r for r in self.results if r.name == name)
+
+    def unjudged(self) -> dict[str, dict[str, int]]:
+        """Per invariant, the parts it could not judge on some traces (count name -> traces)."""
+        found = {r.name: {k: r.counts[k] for k in UNJUDGED if r.counts.get(k)} for r in self.results}
+        return {name: counts for name, counts in found.items() if counts}
 
     def to_json(self) -> dict[str, Any]:
         return {

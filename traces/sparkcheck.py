@@ -41,7 +41,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, IntegerType, LongType, StringType, StructField, StructType
 
-from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS, SCHEDULE_TOPIC
 from rocketspec.traces import invariants as inv
 from rocketspec.traces import oracles, reading, schema
 from rocketspec.traces.engine import DEFAULT_MASTER, is_remote
@@ -1032,18 +1032,30 @@ class _Checker:
         n_settled = settled.count()
         n_traces = self.traces
         counts = {inv.SKIPPED: n_traces - n_settled} if n_traces > n_settled else {}
-        if not n_settled:
-            return self.result(name, None, counts)
-        b_settled = F.broadcast(settled)
-        # (a) acknowledged sends stored
-        puts = self.kind("store.put").join(b_settled, "trace_id", "left_semi")
+        # (a) acknowledged sends stored, in every trace that records puts (settled or cut: a put comes before the
+        # answer that acknowledges it)
+        all_puts = self.kind("store.put")
+        recorded = F.broadcast(all_puts.select("trace_id").distinct())
         halves = self.kind("txn.half").select("trace_id", "msg_id").distinct()
-        acked = (self.kind("send.result").join(b_settled, "trace_id", "left_semi")
-                 .where((F.col("status") == "SEND_OK") & user_topic(F.col("topic")))
-                 .join(halves, ["trace_id", "msg_id"], "left_anti")
-                 .join(puts.select("trace_id", "msg_id", "topic"), ["trace_id", "msg_id", "topic"], "left_anti")
+        acked = self.persist(self.kind("send.result")
+                             .where((F.col("status") == "SEND_OK") & user_topic(F.col("topic")))
+                             .join(halves, ["trace_id", "msg_id"], "left_anti"))
+        n_unjudged = acked.join(recorded, "trace_id", "left_anti").select("trace_id").distinct().count()
+        if n_unjudged:
+            counts[inv.PART_A_SKIPPED] = n_unjudged
+        # A delayed message reaches its topic when its level is due: in a trace cut before that, its put in the
+        # schedule topic is all there is.
+        parked_unsettled = (all_puts.where(F.col("topic") == SCHEDULE_TOPIC).select("trace_id", "msg_id").distinct()
+                            .join(F.broadcast(settled), "trace_id", "left_anti"))
+        acked = (acked.join(recorded, "trace_id", "left_semi")
+                 .join(all_puts.select("trace_id", "msg_id", "topic"), ["trace_id", "msg_id", "topic"], "left_anti")
+                 .join(parked_unsettled, ["trace_id", "msg_id"], "left_anti")
                  .select("trace_id", "seq", F.lit("acknowledged (SEND_OK) but never stored in its topic")
                          .alias("reason"), "node", "topic", "broker", "queue_id", "msg_id"))
+        if not n_settled:
+            return self.result(name, acked, counts)
+        b_settled = F.broadcast(settled)
+        puts = all_puts.join(b_settled, "trace_id", "left_semi")
         # (b) every due copy delivered to each live clustering group: due to G when G pulled the queue from at or
         # before the copy's offset and G's latest subscription expression of the topic selects the copy's tags.
         assign = self.clustering(self.kind("rebalance.assign").join(b_settled, "trace_id", "left_semi"))
