@@ -337,3 +337,18 @@ def test_parquet_partitions_streamed_in_order_or_sorted_whole(tmp_path: Path) ->
     pq.write_table(table(bad), in_order / "part-0.parquet", row_group_size=10)
     with pytest.raises(SchemaError, match=rf"seq {bad[-3]['seq']}: unknown kind 'bogus'"):
         _read_all(tmp_path / "in_order")
+
+
+def test_one_partition_of_a_trace_directory_is_checked_as_that_trace(tmp_path: Path) -> None:
+    """``traces check DIR/trace_id=<id>`` (or one file of it) checks that trace: its id comes from the partition's
+    name and the manifest from DIR, as when the whole directory is read."""
+    name = next(n for n in fx.VIOLATIONS if n.startswith("pull_oracle"))
+    rows = fx.VIOLATIONS[name]()
+    trace_id = fx.violation_trace_id(name)
+    directory = fx.write_trace_dir({"healthy": fx.healthy(), trace_id: rows}, tmp_path / "dir", "parquet")
+    partition = directory / f"trace_id={trace_id}"
+    expected = [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in check_python(rows).results]
+    for source in (partition, next(partition.glob("*.parquet"))):
+        report = check_python(source)
+        assert (report.events, report.traces) == (len(rows), 1)
+        assert [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in report.results] == expected

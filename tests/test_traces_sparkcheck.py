@@ -140,6 +140,16 @@ def test_a_single_file_and_plain_parquet_with_a_trace_id_column(tmp_path: Path, 
     assert plain.events == len(rows) and plain.result("pull_oracle").violations == 1
 
 
+def test_one_partition_of_a_trace_directory_is_checked_as_that_trace(tmp_path: Path, spark: Any) -> None:
+    """``DIR/trace_id=<id>`` named alone: Spark reads it with DIR as its base path, so the rows keep their trace id."""
+    rows = fx.VIOLATIONS[FIRST_VIOLATIONS["pull_oracle"]]()
+    trace_id = fx.violation_trace_id(FIRST_VIOLATIONS["pull_oracle"])
+    directory = fx.write_trace_dir({"healthy": fx.healthy(), trace_id: rows}, tmp_path / "dir", "parquet")
+    report = sc.check_spark(directory / f"trace_id={trace_id}", only=["pull_oracle"])
+    assert (report.events, report.traces) == (len(rows), 1)
+    assert report.result("pull_oracle").violations == 1
+
+
 # --------------------------------------------------------------------------------------------------------------
 # Bad input: a SchemaError with a readable message, never a JVM traceback
 # --------------------------------------------------------------------------------------------------------------

@@ -98,12 +98,31 @@ def _read_manifest(directory: Path) -> Mapping[str, Any] | None:
     return manifest
 
 
+def partition_base(path: Path) -> Path | None:
+    """The trace directory that ``path`` (a directory, or a file's directory) is a ``trace_id=<id>`` partition of, or
+    lies in one of: naming a partition checks that one trace, with the directory's manifest; None otherwise."""
+    directory = path if path.is_dir() else path.parent
+    for candidate in (directory, *directory.parents):
+        if candidate.name.startswith(_PARTITION):
+            return candidate.parent
+    return None
+
+
+def _manifest_dir(path: Path) -> Path:
+    """Where the manifest describing ``path`` is: the directory itself, the one a single file is in, or the trace
+    directory above a partition."""
+    directory = path if path.is_dir() else path.parent
+    if (directory / MANIFEST).is_file():
+        return directory
+    base = partition_base(path)
+    return base if base is not None else directory
+
+
 def delay_tables(source: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
     """The delay tables the manifest describing ``source`` gives, by trace id (``{}`` without a manifest or without
     the field): a directory's ``_trace.json``; for a single file the manifest next to it (the trace directory a
     recorder wrote it in). Raises SchemaError for a manifest of another schema version or a malformed table."""
-    path = Path(source)
-    directory = path if path.is_dir() else path.parent
+    directory = _manifest_dir(Path(source))
     manifest = _read_manifest(directory)
     if manifest is None or MANIFEST_DELAY_LEVELS not in manifest:
         return {}
@@ -127,7 +146,7 @@ def open_source(source: str | os.PathLike[str]) -> TraceSource:
         if path.name.endswith(_JSONL_SUFFIXES):
             return TraceSource(path, JSONL, (path,))
         raise SchemaError(f"{path}: not a trace file (expected .parquet, .jsonl or .jsonl.gz)")
-    manifest = _read_manifest(path)
+    manifest = _read_manifest(_manifest_dir(path))
     every = sorted(p for p in path.rglob("*") if p.is_file())
     parquet = tuple(p for p in every if _is_data_file(p, _PARQUET_SUFFIXES))
     jsonl = tuple(p for p in every if _is_data_file(p, _JSONL_SUFFIXES))
@@ -387,6 +406,7 @@ def _streamed_rows(trace_id: str, groups: list[tuple[Path, int]], hive: bool, co
 def _parquet_traces(src: TraceSource, columns: Sequence[str] | None,
                     kind_columns: bool) -> Iterator[tuple[str, Rows]]:
     root = src.path if src.path.is_dir() else src.path.parent
+    root = partition_base(root) or root  # a partition named alone: its trace id is in its own name
     by_trace: dict[str, list[Path]] = defaultdict(list)
     single: set[Path] = set()  # files holding exactly one trace: read without a filter
     hive: set[Path] = set()

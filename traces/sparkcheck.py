@@ -359,9 +359,12 @@ def _read_raw(spark: SparkSession, source: str | Path) -> tuple[DataFrame, str]:
     path = Path(text.removeprefix("file://"))
     if not path.exists():
         raise schema.SchemaError(f"{path}: no such file or directory")
+    base = reading.partition_base(path)
+    # A trace_id=<id> partition named alone: Spark takes the trace id from the path only below its base path.
+    parquet_reader = spark.read.option("basePath", str(base)) if base is not None else spark.read
     if path.is_file():
         if path.name.endswith(".parquet"):
-            return spark.read.parquet(str(path)), "parquet"
+            return parquet_reader.parquet(str(path)), "parquet"
         if path.name.endswith((".jsonl", ".jsonl.gz", ".json", ".json.gz")):
             return _json_reader(spark).json(str(path)), "jsonl"
         raise schema.SchemaError(f"{path}: not a trace file (.parquet, .jsonl or .jsonl.gz)")
@@ -372,7 +375,7 @@ def _read_raw(spark: SparkSession, source: str | Path) -> tuple[DataFrame, str]:
     jsonl = [p for p in visible if p.name.endswith((".jsonl", ".jsonl.gz"))]
     fmt = manifest.get("format")
     if parquet and (fmt != "jsonl" or not jsonl):
-        return spark.read.option("mergeSchema", "true").parquet(str(path)), "parquet"
+        return parquet_reader.option("mergeSchema", "true").parquet(str(path)), "parquet"
     if jsonl:
         return _json_reader(spark).json([str(p) for p in sorted(jsonl)]), "jsonl"
     raise schema.SchemaError(f"{path}: no trace files (*.parquet, *.jsonl, *.jsonl.gz)")
