@@ -36,7 +36,7 @@ cases = CaseList("client/retry")
 CASES = cases.cases
 
 BROKER_A = "broker-a"
-WAIT_S = 25.0  # a positive wait: only a failing case (or a loaded machine) waits it out
+WAIT_S = 35.0  # a positive wait: only a failing case (or a loaded machine) waits it out (10 s delay level first)
 # The consumer's maxReconsumeTimes when not configured (the drivers leave it alone).
 CONFIGURED_MAX = -1
 
