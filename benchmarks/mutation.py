@@ -1,0 +1,373 @@
+"""Mutation testing of rocketspec with cosmic-ray: how many deliberately broken copies the test suite catches.
+
+Run by hand (the optional ``mutation`` dependencies: ``pip install -e '.[test,mutation]'``), never in CI::
+
+    python benchmarks/mutation.py --area refimpl --sample 300 --seed 1
+    python benchmarks/mutation.py --area checkers --sample 150 --seed 1
+
+What it does:
+
+1. **Copies** the committed tree (``git archive HEAD``) once per worker under ``--work`` (default
+   ``.mutation/``), each with an import shim so that ``import rocketspec`` loads that copy and not the checkout.
+2. **Maps** the README's test suite (``pytest -n 2``, slow tests skipped) under coverage with one context per test:
+   which tests run each line, and how long each test takes. The map is kept per commit and reused.
+3. **Enumerates** every mutant of the area's modules with cosmic-ray's operators (``cosmic_ray.commands.init``)
+   and draws a seeded random sample (``--sample``; 0 runs them all). A sample of n gives the score within about
+   ``1/sqrt(n)`` (95 %), which is why the report states n.
+4. **Runs** each sampled mutant in a worker copy: the mutation is applied to the file on disk (cosmic-ray's
+   ``mutate_code``), the tests that cover the mutated line run fastest first and stop at the first failure
+   (``pytest -x``), and the file is restored. Outcomes: ``killed`` (a test failed), ``timeout`` (the tests took
+   more than three times their normal time plus 60 s: counted killed, the usual infinite loop), ``survived``,
+   ``no_tests`` (no test runs that line: counted survived), ``incompetent`` (the mutant does not compile: not
+   counted).
+5. **Reports** ``.mutation/<area>-<seed>.json`` and a Markdown summary: the score with equivalent mutants excluded
+   (``benchmarks/mutation_equivalents.json``: path, operator, the line before and after, the reason), per module
+   counts, and every surviving mutant's diff to kill or to record as equivalent.
+
+Areas: ``refimpl`` (the reference implementation), ``checkers`` (the trace invariants' rule code of both checkers:
+``traces/pycheck.py``, ``traces/sparkcheck.py``), or a list of paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = {"rocketspec": "rocketspec", "spec": "spec", "refimpl": "refimpl", "conformance": "conformance",
+            "traces": "traces"}
+AREAS = {
+    "refimpl": ["refimpl"],
+    "checkers": ["traces/pycheck.py", "traces/sparkcheck.py"],
+}
+EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.json"
+#: Operators left out: they rewrite things no behaviour depends on (decorators are attrs/typing machinery here,
+#: and inserting a variable name only renames).
+SKIPPED_OPERATORS = ("core/RemoveDecorator", "core/VariableInserter", "core/VariableReplacer")
+#: The most seconds of covering tests (by their normal time) a mutant runs; the fastest go first.
+TEST_BUDGET_S = 150.0
+TIMING_PLUGIN = '''
+import json, os
+def pytest_runtest_logreport(report):
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        with open(os.environ["MUTATION_TIMES"], "a") as out:
+            out.write(json.dumps([report.nodeid, report.duration]) + "\\n")
+'''
+
+
+class MutationError(RuntimeError):
+    """The run cannot go on (no git, no cosmic-ray, the map's test run failed)."""
+
+
+def git_head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def make_copy(dest: Path) -> None:
+    """The committed tree at ``dest``, and ``dest/_import/rocketspec`` laid out as the installed package."""
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    package = dest / "_import" / "rocketspec"
+    package.mkdir(parents=True)
+    for entry in (dest / "rocketspec").iterdir():
+        (package / entry.name).symlink_to(entry)
+    for name in ("spec", "refimpl", "conformance", "traces"):
+        (package / name).symlink_to(dest / name)
+    (dest / "_import" / "mutation_timing.py").write_text(TIMING_PLUGIN)
+
+
+def copy_env(copy: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy / "_import")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["HYPOTHESIS_PROFILE"] = "ci"
+    return env
+
+
+# ---------------------------------------------------------------------------------------------------- the test map
+
+
+def build_map(copy: Path, out: Path) -> dict[str, Any]:
+    """Run the suite under coverage with per-test contexts; ``{"lines": {path: {line: [test]}}, "times": ...}``."""
+    times = copy / "times.jsonl"
+    times.unlink(missing_ok=True)
+    env = copy_env(copy) | {"MUTATION_TIMES": str(times)}
+    rc_file = copy / ".coveragerc-mutation"
+    rc_file.write_text(f"[run]\nsource = {copy / '_import' / 'rocketspec'}\nrelative_files = false\n")
+    cmd = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "mutation_timing", "--cov",
+           f"--cov-config={rc_file}", "--cov-context=test", "--cov-report=", "-W", "ignore"]
+    print(f"mapping the suite under coverage in {copy} ...", file=sys.stderr)
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise MutationError(f"the map's test run failed (exit {done.returncode}): {done.stdout[-2000:]}")
+    print(f"mapped in {time.monotonic() - started:.0f} s", file=sys.stderr)
+    lines: dict[str, dict[str, set[str]]] = {}
+    db = sqlite3.connect(copy / ".coverage")
+    contexts = dict(db.execute("select id, context from context"))
+    files = dict(db.execute("select id, path from file"))
+    from coverage.numbits import numbits_to_nums  # the harness's own dependency, not the package's
+
+    for file_id, context_id, numbits in db.execute("select file_id, context_id, numbits from line_bits"):
+        test = contexts[context_id].rsplit("|", 1)[0]
+        if not test:
+            continue
+        rel = _relative(files[file_id], copy)
+        if rel is None:
+            continue
+        per_line = lines.setdefault(rel, {})
+        for line in numbits_to_nums(numbits):
+            per_line.setdefault(str(line), set()).add(test)
+    durations: dict[str, float] = {}
+    for raw in times.read_text().splitlines() if times.exists() else ():
+        nodeid, seconds = json.loads(raw)
+        durations[nodeid] = durations.get(nodeid, 0.0) + seconds
+    result = {"commit": git_head(), "lines": {p: {n: sorted(t) for n, t in ls.items()} for p, ls in lines.items()},
+              "times": durations}
+    out.write_text(json.dumps(result))
+    return result
+
+
+def _relative(path: str, copy: Path) -> str | None:
+    """A measured file's path relative to the tree (``refimpl/store.py``), through the shim's symlinks."""
+    real = Path(os.path.realpath(path))
+    try:
+        return str(real.relative_to(copy))
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------------------------------------ mutants
+
+
+def modules_of(paths: Iterable[str]) -> list[Path]:
+    found: list[Path] = []
+    for p in paths:
+        path = ROOT / p
+        found.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
+    return [m.relative_to(ROOT) for m in found if m.name != "__init__.py"]
+
+
+def enumerate_mutants(modules: Sequence[Path]) -> list[dict[str, Any]]:
+    """Every mutant cosmic-ray's operators make of ``modules``: path, operator, occurrence, line."""
+    from cosmic_ray.commands.init import _all_work_items  # noqa: PLC0415 - the harness's own dependency
+
+    mutants = []
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        for item in _all_work_items(modules, {}):
+            for m in item.mutations:
+                if m.operator_name.startswith(SKIPPED_OPERATORS):
+                    continue
+                mutants.append({"path": str(m.module_path), "operator": m.operator_name,
+                                "occurrence": m.occurrence, "line": m.start_pos[0], "end_line": m.end_pos[0]})
+    finally:
+        os.chdir(cwd)
+    return mutants
+
+
+def mutated_source(path: Path, operator: str, occurrence: int) -> str | None:
+    from cosmic_ray.mutating import mutate_code  # noqa: PLC0415
+    from cosmic_ray.plugins import get_operator  # noqa: PLC0415
+
+    return mutate_code(path.read_text(), get_operator(operator)(), occurrence)
+
+
+def line_change(before: str, after: str) -> tuple[str, str]:
+    """The first differing line before and after (stripped): what a person reads and an equivalence names."""
+    a, b = before.splitlines(), after.splitlines()
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else ""
+        y = b[i] if i < len(b) else ""
+        if x != y:
+            return x.strip(), y.strip()
+    return "", ""
+
+
+def equivalents() -> list[dict[str, str]]:
+    return json.loads(EQUIVALENTS.read_text()) if EQUIVALENTS.exists() else []
+
+
+def is_equivalent(result: dict[str, Any], known: list[dict[str, str]]) -> str | None:
+    for e in known:
+        if (e["path"], e["operator"], e["before"], e["after"]) == (
+                result["path"], result["operator"], result["before"], result["after"]):
+            return e["reason"]
+    return None
+
+
+def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> dict[str, Any]:
+    path = copy / mutant["path"]
+    original = path.read_text()
+    result = dict(mutant)
+    mutated = mutated_source(path, mutant["operator"], mutant["occurrence"])
+    if mutated is None:
+        return result | {"outcome": "incompetent", "before": "", "after": "", "tests": 0}
+    result["before"], result["after"] = line_change(original, mutated)
+    try:
+        compile(mutated, str(path), "exec")
+    except SyntaxError:
+        return result | {"outcome": "incompetent", "tests": 0}
+    covering: set[str] = set()
+    per_line = test_map["lines"].get(mutant["path"], {})
+    for line in range(mutant["line"], mutant["end_line"] + 1):
+        covering.update(per_line.get(str(line), ()))
+    times = test_map["times"]
+    ordered = sorted(covering, key=lambda t: (times.get(t, 1.0), t))
+    chosen, budget = [], 0.0
+    for test in ordered:
+        if budget > TEST_BUDGET_S:
+            break
+        chosen.append(test)
+        budget += times.get(test, 1.0)
+    result["tests"] = len(chosen)
+    if not chosen:
+        return result | {"outcome": "no_tests"}
+    started = time.monotonic()
+    path.write_text(mutated)
+    try:
+        outcome = _run_tests(copy, chosen, timeout=3 * budget + 60)
+    finally:
+        path.write_text(original)
+    return result | {"outcome": outcome, "seconds": round(time.monotonic() - started, 1)}
+
+
+def _run_tests(copy: Path, tests: list[str], timeout: float) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", dir=copy, delete=False) as listing:
+        listing.write("\n".join(tests))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o",
+           "addopts=", "--no-header", "-W", "ignore", "-p", "no:randomly", *tests]
+    proc = subprocess.Popen(cmd, cwd=copy, env=copy_env(copy), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return "timeout"
+    finally:
+        os.unlink(listing.name)
+    # 5: no tests collected (a test id the map knows no longer exists): the mutant was not judged.
+    return {0: "survived", 5: "no_tests"}.get(rc, "killed")
+
+
+# ------------------------------------------------------------------------------------------------------- report
+
+
+KILLED = ("killed", "timeout")
+COUNTED_SURVIVED = ("survived", "no_tests")
+
+
+def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
+    known = equivalents()
+    for r in results:
+        if r["outcome"] in COUNTED_SURVIVED:
+            reason = is_equivalent(r, known)
+            if reason:
+                r["outcome"], r["reason"] = "equivalent", reason
+    counts = Counter(r["outcome"] for r in results)
+    judged = sum(counts[o] for o in (*KILLED, *COUNTED_SURVIVED))
+    killed = sum(counts[o] for o in KILLED)
+    return {"counts": dict(counts), "judged": judged, "killed": killed,
+            "score": killed / judged if judged else None}
+
+
+def markdown(summary: dict[str, Any], results: list[dict[str, Any]], title: str) -> str:
+    out = [f"### {title}", "", "| outcome | mutants |", "|---|---|"]
+    for outcome, n in sorted(summary["counts"].items()):
+        out.append(f"| {outcome} | {n} |")
+    score = summary["score"]
+    out += ["", f"Score: **{summary['killed']} of {summary['judged']}"
+                f" = {score:.1%}**" if score is not None else "Score: nothing judged", ""]
+    per_module: dict[str, Counter[str]] = {}
+    for r in results:
+        per_module.setdefault(r["path"], Counter())[r["outcome"]] += 1
+    out += ["| module | killed | survived | no tests | equivalent |", "|---|---|---|---|---|"]
+    for path, c in sorted(per_module.items()):
+        out.append(f"| {path} | {c['killed'] + c['timeout']} | {c['survived']} | {c['no_tests']} | "
+                   f"{c['equivalent']} |")
+    survivors = [r for r in results if r["outcome"] in COUNTED_SURVIVED]
+    if survivors:
+        out += ["", "Surviving mutants:", ""]
+        for r in sorted(survivors, key=lambda r: (r["path"], r["line"])):
+            out.append(f"- `{r['path']}:{r['line']}` {r['operator']} ({r['outcome']}, {r['tests']} tests): "
+                       f"`{r['before']}` → `{r['after']}`")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--area", default="refimpl", help="refimpl, checkers, or comma-separated paths")
+    parser.add_argument("--sample", type=int, default=300, help="mutants to run (0: all)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=ROOT / ".mutation")
+    parser.add_argument("--rerun", type=Path, help="rerun the survivors of an earlier result file")
+    args = parser.parse_args(argv)
+    paths = AREAS.get(args.area) or args.area.split(",")
+    args.work.mkdir(parents=True, exist_ok=True)
+    copies = [args.work / f"w{i}" for i in range(max(1, args.workers))]
+    for copy in copies:
+        make_copy(copy)
+    head = git_head()
+    map_file = args.work / f"map-{head[:12]}.json"
+    test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file)
+    if args.rerun:
+        sample = [r for r in json.loads(args.rerun.read_text())["results"] if r["outcome"] in COUNTED_SURVIVED]
+    else:
+        mutants = enumerate_mutants(modules_of(paths))
+        sample = mutants if args.sample <= 0 or args.sample >= len(mutants) else \
+            random.Random(args.seed).sample(mutants, args.sample)
+        print(f"{len(mutants)} mutants of {args.area}; running {len(sample)}", file=sys.stderr)
+    results: list[dict[str, Any]] = []
+    started = time.monotonic()
+
+    def work(index: int) -> None:
+        copy = copies[index]
+        for n in range(index, len(sample), len(copies)):
+            r = run_mutant(copy, sample[n], test_map)
+            results.append(r)
+            print(f"[{len(results)}/{len(sample)}] {r['outcome']:11} {r['path']}:{r['line']} {r['operator']}",
+                  file=sys.stderr)
+
+    try:
+        with ThreadPoolExecutor(len(copies)) as pool:
+            list(pool.map(work, range(len(copies))))
+    except KeyboardInterrupt:
+        print("interrupted: the report covers the mutants run so far", file=sys.stderr)
+    summary = summarise(results)
+    name = f"{args.area if args.area in AREAS else 'paths'}-{args.seed}"
+    out = {"commit": head, "area": args.area, "paths": paths, "seed": args.seed, "sample": len(sample),
+           "seconds": round(time.monotonic() - started), "summary": summary, "results": results}
+    (args.work / f"{name}.json").write_text(json.dumps(out, indent=1))
+    report = markdown(summary, results, f"{args.area} (commit {head[:9]}, seed {args.seed}, {len(results)} mutants)")
+    (args.work / f"{name}.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except MutationError as exc:
+        print(f"mutation: {exc}", file=sys.stderr)
+        sys.exit(2)
