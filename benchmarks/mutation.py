@@ -8,7 +8,7 @@ Run by hand (the optional ``mutation`` dependencies: ``pip install -e '.[test,mu
 What it does:
 
 1. **Copies** the committed tree (``git archive HEAD``) once per worker under ``--work`` (default
-   ``.mutation/``), each with an import shim so that ``import rocketspec`` loads that copy and not the checkout.
+   ``.mutation/``), laid out so that ``import rocketspec`` there loads that copy and not the checkout.
 2. **Maps** the README's test suite (``pytest -n 2``, slow tests skipped) under coverage with one context per test:
    which tests run each line, and how long each test takes. The map is kept per commit and reused.
 3. **Enumerates** every mutant of the area's modules with cosmic-ray's operators (``cosmic_ray.commands.init``)
@@ -85,18 +85,17 @@ def make_copy(dest: Path) -> None:
     dest.mkdir(parents=True)
     archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
-    package = dest / "_import" / "rocketspec"
-    package.mkdir(parents=True)
-    for entry in (dest / "rocketspec").iterdir():
-        (package / entry.name).symlink_to(entry)
+    # `python -m pytest` puts the working directory first on sys.path, so the copy's own rocketspec/ is the package
+    # there: the subpackages the install maps from the top-level folders are linked into it.
     for name in ("spec", "refimpl", "conformance", "traces"):
-        (package / name).symlink_to(dest / name)
+        (dest / "rocketspec" / name).symlink_to(dest / name)
+    (dest / "_import").mkdir()
     (dest / "_import" / "mutation_timing.py").write_text(TIMING_PLUGIN)
 
 
 def copy_env(copy: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(copy / "_import")
+    env["PYTHONPATH"] = f"{copy}{os.pathsep}{copy / '_import'}"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["HYPOTHESIS_PROFILE"] = "ci"
     return env
@@ -111,7 +110,9 @@ def build_map(copy: Path, out: Path) -> dict[str, Any]:
     times.unlink(missing_ok=True)
     env = copy_env(copy) | {"MUTATION_TIMES": str(times)}
     rc_file = copy / ".coveragerc-mutation"
-    rc_file.write_text(f"[run]\nsource = {copy / '_import' / 'rocketspec'}\nrelative_files = false\n")
+    # Coverage names files by their real path: the top-level folders, not their links inside rocketspec/.
+    sources = "".join(f"\n    {copy / name}" for name in ("refimpl", "traces", "spec", "conformance"))
+    rc_file.write_text(f"[run]\nsource ={sources}\n")
     cmd = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "mutation_timing", "--cov",
            f"--cov-config={rc_file}", "--cov-context=test", "--cov-report=", "-W", "ignore"]
     print(f"mapping the suite under coverage in {copy} ...", file=sys.stderr)
