@@ -31,6 +31,7 @@ Areas: ``refimpl`` (the reference implementation), ``checkers`` (the trace invar
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import random
@@ -46,6 +47,16 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+try:  # the optional `mutation` dependencies: main() says how to install them
+    from cosmic_ray.commands.init import _all_work_items
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator
+    from coverage.numbits import numbits_to_nums
+except ImportError as missing:
+    _MISSING: ImportError | None = missing
+else:
+    _MISSING = None
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = {"rocketspec": "rocketspec", "spec": "spec", "refimpl": "refimpl", "conformance": "conformance",
@@ -125,14 +136,15 @@ def build_map(copy: Path, out: Path) -> dict[str, Any]:
     db = sqlite3.connect(copy / ".coverage")
     contexts = dict(db.execute("select id, context from context"))
     files = dict(db.execute("select id, path from file"))
-    from coverage.numbits import numbits_to_nums  # the harness's own dependency, not the package's
-
+    imported: dict[str, set[int]] = {}
     for file_id, context_id, numbits in db.execute("select file_id, context_id, numbits from line_bits"):
-        test = contexts[context_id].rsplit("|", 1)[0]
-        if not test:
-            continue
         rel = _relative(files[file_id], copy)
         if rel is None:
+            continue
+        test = contexts[context_id].rsplit("|", 1)[0]
+        if not test:
+            # Run outside any test: at import, while pytest collects (module-level code, class bodies, defaults).
+            imported.setdefault(rel, set()).update(numbits_to_nums(numbits))
             continue
         per_line = lines.setdefault(rel, {})
         for line in numbits_to_nums(numbits):
@@ -142,7 +154,7 @@ def build_map(copy: Path, out: Path) -> dict[str, Any]:
         nodeid, seconds = json.loads(raw)
         durations[nodeid] = durations.get(nodeid, 0.0) + seconds
     result = {"commit": git_head(), "lines": {p: {n: sorted(t) for n, t in ls.items()} for p, ls in lines.items()},
-              "times": durations}
+              "imported": {p: sorted(ls) for p, ls in imported.items()}, "times": durations}
     out.write_text(json.dumps(result))
     return result
 
@@ -167,10 +179,37 @@ def modules_of(paths: Iterable[str]) -> list[Path]:
     return [m.relative_to(ROOT) for m in found if m.name != "__init__.py"]
 
 
-def enumerate_mutants(modules: Sequence[Path]) -> list[dict[str, Any]]:
-    """Every mutant cosmic-ray's operators make of ``modules``: path, operator, occurrence, line."""
-    from cosmic_ray.commands.init import _all_work_items  # noqa: PLC0415 - the harness's own dependency
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """The (start, end) positions of the type annotations of a module that postpones them (``from __future__ import
+    annotations``): a mutant inside one changes a string nothing evaluates at run time."""
+    tree = ast.parse(source)
+    postponed = any(isinstance(node, ast.ImportFrom) and node.module == "__future__"
+                    and any(a.name == "annotations" for a in node.names) for node in tree.body)
+    if not postponed:
+        return []
+    spans = []
+    for node in ast.walk(tree):
+        found: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+        elif isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for a in found:
+            if a is not None and a.end_lineno is not None and a.end_col_offset is not None:
+                spans.append(((a.lineno, a.col_offset), (a.end_lineno, a.end_col_offset)))
+    return spans
 
+
+def in_annotation(mutant: dict[str, Any], spans: list[tuple[tuple[int, int], tuple[int, int]]]) -> bool:
+    start = (mutant["line"], mutant["col"])
+    return any(lo <= start < hi for lo, hi in spans)
+
+
+def enumerate_mutants(modules: Sequence[Path]) -> list[dict[str, Any]]:
+    """Every mutant cosmic-ray's operators make of ``modules`` (path, operator, occurrence, line), less those inside
+    postponed type annotations (equivalent by construction: counted, not run)."""
     mutants = []
     cwd = os.getcwd()
     os.chdir(ROOT)
@@ -180,16 +219,15 @@ def enumerate_mutants(modules: Sequence[Path]) -> list[dict[str, Any]]:
                 if m.operator_name.startswith(SKIPPED_OPERATORS):
                     continue
                 mutants.append({"path": str(m.module_path), "operator": m.operator_name,
-                                "occurrence": m.occurrence, "line": m.start_pos[0], "end_line": m.end_pos[0]})
+                                "occurrence": m.occurrence, "line": m.start_pos[0], "col": m.start_pos[1],
+                                "end_line": m.end_pos[0]})
     finally:
         os.chdir(cwd)
-    return mutants
+    spans = {str(path): annotation_spans((ROOT / path).read_text()) for path in modules}
+    return [m for m in mutants if not in_annotation(m, spans[m["path"]])]
 
 
 def mutated_source(path: Path, operator: str, occurrence: int) -> str | None:
-    from cosmic_ray.mutating import mutate_code  # noqa: PLC0415
-    from cosmic_ray.plugins import get_operator  # noqa: PLC0415
-
     return mutate_code(path.read_text(), get_operator(operator)(), occurrence)
 
 
@@ -230,8 +268,12 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
         return result | {"outcome": "incompetent", "tests": 0}
     covering: set[str] = set()
     per_line = test_map["lines"].get(mutant["path"], {})
-    for line in range(mutant["line"], mutant["end_line"] + 1):
+    span = range(mutant["line"], mutant["end_line"] + 1)
+    for line in span:
         covering.update(per_line.get(str(line), ()))
+    if not covering and set(span) & set(test_map["imported"].get(mutant["path"], ())):
+        # A line run at import (a constant, a class body, a default): every test of the module depends on it.
+        covering = {t for tests in per_line.values() for t in tests}
     times = test_map["times"]
     ordered = sorted(covering, key=lambda t: (times.get(t, 1.0), t))
     chosen, budget = [], 0.0
@@ -324,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".mutation")
     parser.add_argument("--rerun", type=Path, help="rerun the survivors of an earlier result file")
     args = parser.parse_args(argv)
+    if _MISSING is not None:
+        raise MutationError(f"{_MISSING.name} is missing: pip install -e '.[test,mutation]'")
     paths = AREAS.get(args.area) or args.area.split(",")
     args.work.mkdir(parents=True, exist_ok=True)
     copies = [args.work / f"w{i}" for i in range(max(1, args.workers))]

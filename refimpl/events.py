@@ -19,6 +19,9 @@ class Event:
     node: str
     seq: int = -1
     ts_ms: int = -1
+    # Set on a row an observer of the wire inferred rather than saw happen: what it was read from (the schema's
+    # ``derived`` column).
+    derived: str | None = None
 
     def fields(self) -> dict[str, Any]:
         """The event as a flat dict (with ``kind``), for recording."""
@@ -200,8 +203,8 @@ class SendBack(Event):
     topic: str
     msg_id: str
     reconsume_times: int
-    delay_level: int
-    target: str
+    delay_level: int | None  # None: not known to the emitter (a client's request: the broker decides)
+    target: str | None  # None: not known to the emitter (the broker does not answer it)
     via: str  # "broker" (CONSUMER_SEND_MSG_BACK) or "client" (fallback send) or "local" (consume again)
     broker: str | None = None  # set (to ``node``) on the row the broker that made the copy writes
     max_reconsume_times: int | None = None  # the maximum the consumer sends (None: not known to the emitter)

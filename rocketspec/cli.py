@@ -185,12 +185,13 @@ def cmd_traces_check(args: argparse.Namespace) -> int:
         print(format_report(report, samples=args.samples))
     if args.report is not None:
         Path(args.report).write_text(report.dumps() + "\n", encoding="utf-8")
-    unjudged = report.unjudged() if args.strict else {}
-    if unjudged:
-        said = "; ".join(f"{name}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items())
-                         for name, counts in unjudged.items())
-        print(f"rocketspec: --strict: not every invariant could be judged ({said})", file=sys.stderr)
-        return 1
+    if args.strict:
+        unjudged = report.unjudged()
+        said = [f"{name}: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()) for name, counts in unjudged.items()]
+        said += [f"{name}: no case judged" for name in report.nothing_judged() if name not in unjudged]
+        if said:
+            print(f"rocketspec: --strict: not every invariant could be judged ({'; '.join(said)})", file=sys.stderr)
+            return 1
     return 0 if report.ok else 1
 
 
@@ -308,8 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     tcheck.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
     tcheck.add_argument("--json", action="store_true", help="print the JSON report instead of tables")
     tcheck.add_argument("--strict", action="store_true",
-                        help="exit 1 also when an invariant could not judge a part of it on some trace (a cut trace: "
-                             "no_lost_message's part (b))")
+                        help="exit 1 also when an invariant judged no case at all, or could not judge a part of it "
+                             "on some trace (a cut trace: no_lost_message's part (b))")
     tcheck.add_argument("--samples", type=positive_int, default=5, metavar="N",
                         help="sample violating rows shown per invariant (default 5; the JSON report keeps 20)")
     tcheck.set_defaults(handler=cmd_traces_check)

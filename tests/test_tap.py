@@ -129,12 +129,13 @@ def test_a_session_through_the_tap_is_a_valid_trace_without_violations(served: S
             found = broker.request(pull())
             assert found.code == ResponseCode.SUCCESS and found.remark == "FOUND"
             (message,) = decode_stored_messages(found.body or b"", "broker-a")
-            broker.oneway(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
-                "consumerGroup": "CG", "topic": TOPIC, "queueId": 0, "commitOffset": 1}))
+            # As a push consumer does: the message goes back first, then the offset passes it (OFF-3).
             back = broker.request(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
                 "offset": message.commit_log_offset, "group": "CG", "delayLevel": 0, "originMsgId": message.msg_id,
                 "originTopic": TOPIC, "maxReconsumeTimes": 16}))
             assert back.code == ResponseCode.SUCCESS, back.remark
+            broker.oneway(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+                "consumerGroup": "CG", "topic": TOPIC, "queueId": 0, "commitOffset": 1}))
             assert broker.request(pull(offset=1)).code == ResponseCode.PULL_NOT_FOUND
             # A query waits for the oneway offset update before it, on the same connection.
             query = broker.request(RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, {
@@ -182,7 +183,11 @@ def test_a_session_through_the_tap_is_a_valid_trace_without_violations(served: S
     assert (commit["node"], commit["group"], commit["offset"]) == ("broker-a", "CG", 1)
     (sendback,) = [r for r in rows if r["kind"] == "sendback"]
     assert (sendback["node"], sendback["target"], sendback["delay_level"], sendback["reconsume_times"],
-            sendback["msg_id"], sendback["topic"]) == (CLIENT_ID, "%RETRY%CG", 3, 1, attempt["msg_id"], TOPIC)
+            sendback["msg_id"], sendback["topic"]) == (CLIENT_ID, None, None, 1, attempt["msg_id"], TOPIC)
+    (delivered,) = [r for r in rows if r["kind"] == "consume.deliver"]
+    assert (delivered["node"], delivered["offset"], delivered["msg_id"], delivered["derived"]) == (
+        CLIENT_ID, 0, attempt["msg_id"], "pull_answer")
+    assert put["derived"] == "send_answer" and commit["derived"] == "commit_request"
     assert kinds[-1] == "trace.end"
     report = check_python(out)
     assert report.traces == 1 and report.events == len(rows)

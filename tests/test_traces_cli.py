@@ -48,6 +48,27 @@ def test_strict_fails_a_check_that_could_not_judge_everything(tmp_path: Path,
     assert main(["traces", "check", str(tmp_path / "settled"), "--engine", "python", "--strict"]) == 0
 
 
+def test_an_invariant_with_nothing_to_judge_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace without transactions: transaction scanned nothing and judged nothing. It is `nothing judged` in the
+    table and the JSON, the last line names it, the exit is 0, and 1 under --strict."""
+    halves = {r["msg_id"] for r in healthy() if r["kind"] == "txn.half"}
+    rows = [r for r in healthy() if not r["kind"].startswith("txn.") and r.get("msg_id") not in halves]
+    write_trace_dir({"healthy": rows}, tmp_path / "t", "jsonl")
+    assert main(["traces", "check", str(tmp_path / "t"), "--engine", "python"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if x.startswith("transaction ")]
+    assert line.split()[-1:] == ["judged"] and "nothing judged" in line
+    assert out.strip().splitlines()[-1] == "8 invariant(s) hold on the cases they judged; nothing judged by transaction"
+    assert main(["traces", "check", str(tmp_path / "t"), "--engine", "python", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    txn = next(i for i in data["invariants"] if i["name"] == "transaction")
+    assert (txn["judged"], txn["verdict"], txn["ok"]) == (0, "nothing judged", True)
+    assert all(i["judged"] > 0 for i in data["invariants"] if i["name"] != "transaction")
+    assert main(["traces", "check", str(tmp_path / "t"), "--engine", "python", "--strict"]) == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "rocketspec: --strict: not every invariant could be judged (transaction: no case judged)"]
+
+
 @pytest.mark.parametrize(
     ("setup", "message"),
     [

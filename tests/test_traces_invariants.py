@@ -90,7 +90,7 @@ def _assert_whole_directory(report: Report, engine: str) -> None:
     per_invariant = Counter(name.split("/")[0] for name in fx.VIOLATIONS)
     for r in report.results:
         assert r.violations == per_invariant.get(r.name, 0), (r.name, r.violations, r.samples)
-        assert r.events_scanned > 0, r.name
+        assert r.events_scanned > 0 and r.judged > 0, r.name
     expected = _total_counts(list(ALL))
     _assert_counts(report, expected, f"{engine} on all fixtures")
 
@@ -149,7 +149,7 @@ def test_healthy_holds_everywhere_and_every_invariant_scans() -> None:
     report = check_python(fx.healthy())
     for r in report.results:
         assert r.ok, (r.name, r.samples)
-        assert r.events_scanned > 0, r.name
+        assert r.events_scanned > 0 and r.judged > 0, r.name
     _assert_counts(report, fx.HEALTHY_COUNTS, "healthy")
 
 
@@ -178,7 +178,7 @@ def test_python_allows_the_suspicious_but_allowed(name: str) -> None:
 def test_the_mutation_is_what_breaks_each_variant() -> None:
     """Healthy passes with every invariant scanning rows; each variant breaks only what its mutation targets."""
     healthy = check_python(fx.healthy())
-    assert healthy.ok and all(r.events_scanned > 0 for r in healthy.results)
+    assert healthy.ok and all(r.events_scanned > 0 and r.judged > 0 for r in healthy.results)
     for name, build in fx.VIOLATIONS.items():
         report = check_python(build())
         target = name.split("/")[0]
@@ -213,8 +213,8 @@ def test_python_reads_each_written_fixture_alone(tmp_path: Path, fmt: str) -> No
         else:
             source = fx.write_parquet(rows, tmp_path / trace_id)
         from_file, from_rows = check_python(source), check_python(rows)
-        assert [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in from_file.results] == \
-               [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in from_rows.results]
+        assert [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in from_file.results] == \
+               [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in from_rows.results]
 
 
 @pytest.fixture(scope="module")
@@ -246,8 +246,8 @@ def test_engines_agree(spark_report: Report, trace_dirs: dict[str, Path]) -> Non
         name = next(n for n in fx.VIOLATIONS if fx.violation_trace_id(n) == trace_id)
         return trace_id, seq if len(fx.VIOLATING_ROWS[name]) == 1 else None
 
-    def summary(report: Report) -> list[tuple[str, int, int, dict[str, int], list[tuple[str, int | None]]]]:
-        return [(r.name, r.events_scanned, r.violations, dict(r.counts),
+    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int | None]]]]:
+        return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts),
                  sorted((where(s) for s in r.samples), key=str)) for r in report.results]
 
     assert summary(spark_report) == summary(python)
@@ -267,8 +267,8 @@ def test_engines_agree_on_generated_traces(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     generate(40_000, out, shards=8, seed=21, faults="heavy")
 
-    def summary(report: Report) -> list[tuple[str, int, int, dict[str, int], list[tuple[str, int, str]]]]:
-        return [(r.name, r.events_scanned, r.violations, dict(r.counts),
+    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int, str]]]]:
+        return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts),
                  sorted((str(s["trace_id"]), int(s["seq"]), str(s.get("reason"))) for s in r.samples))
                 for r in report.results]
 

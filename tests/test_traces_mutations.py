@@ -151,8 +151,8 @@ def test_spark_gives_the_python_verdict_on_the_mutants(clean: dict[str, list[Row
 
     source = write_trace_dir(seeded_mutants(clean), tmp_path / "mutants", "parquet")
 
-    def summary(report: Report) -> list[tuple[str, int, int, dict[str, int], list[tuple[str, int]]]]:
-        return [(r.name, r.events_scanned, r.violations, dict(r.counts),
+    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int]]]]:
+        return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts),
                  sorted((str(s["trace_id"]), int(s["seq"])) for s in r.samples)) for r in report.results]
 
     python, spark = check_python(source), check_spark(source, master="local[2]")

@@ -38,7 +38,7 @@ def _strip(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _summary(report: Any) -> list[tuple[str, int, int, dict[str, int]]]:
-    return [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in report.results]
+    return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in report.results]
 
 
 # The reader -------------------------------------------------------------------------------------------------------
@@ -347,8 +347,8 @@ def test_one_partition_of_a_trace_directory_is_checked_as_that_trace(tmp_path: P
     trace_id = fx.violation_trace_id(name)
     directory = fx.write_trace_dir({"healthy": fx.healthy(), trace_id: rows}, tmp_path / "dir", "parquet")
     partition = directory / f"trace_id={trace_id}"
-    expected = [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in check_python(rows).results]
+    expected = [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in check_python(rows).results]
     for source in (partition, next(partition.glob("*.parquet"))):
         report = check_python(source)
         assert (report.events, report.traces) == (len(rows), 1)
-        assert [(r.name, r.events_scanned, r.violations, dict(r.counts)) for r in report.results] == expected
+        assert [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in report.results] == expected

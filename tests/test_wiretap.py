@@ -312,19 +312,47 @@ def test_offsets_transactions_and_send_backs() -> None:
     back = wire.ask("broker-a", RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
         "offset": 40, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 16}))
     wire.answer("broker-a", back)
+    # Where the copy went and its delay are the broker's decision, not answered: the row leaves them unknown rather
+    # than computing them with the rule it is checked against.
     (sendback,) = wire.rows("sendback")
     assert (sendback["node"], sendback["topic"], sendback["target"], sendback["delay_level"],
-            sendback["reconsume_times"], sendback["via"], sendback["broker"]) == (
-        "cid-1", "T", "%DLQ%CG", 0, 17, "broker", None)
-    # Not written: the group's maximum decides (old version), the message was never seen, or the broker refused.
-    for fields, version, code in (({"offset": 40, "group": "CG", "delayLevel": 0}, 409, 0),
-                                  ({"offset": 40, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 3}, 63, 0),
+            sendback["reconsume_times"], sendback["via"], sendback["broker"], sendback["max_reconsume_times"]) == (
+        "cid-1", "T", None, None, 17, "broker", None, 16)
+    # The maximum is on the wire from V3_4_9 (the C++ client's version 63 sends none); a message never seen in a
+    # pull answer, or a refused send back, writes nothing.
+    for fields, version, code in (({"offset": 40, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 3}, 63, 0),
                                   ({"offset": 41, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 3}, 409, 0),
                                   ({"offset": 40, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 3}, 409, 1)):
         request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields, version=version)
         wire.answer("broker-a", wire.ask("broker-a", request), code)
-    assert len(wire.rows("sendback")) == 1
+    assert [r["max_reconsume_times"] for r in wire.rows("sendback")] == [16, None]
+    # The pull answer's message is a derived delivery to the consumer (its listener's result is not on the wire).
+    (delivered,) = wire.rows("consume.deliver")
+    assert (delivered["node"], delivered["group"], delivered["topic"], delivered["offset"], delivered["msg_id"],
+            delivered["reconsume_times"], delivered["derived"]) == ("cid-1", "CG", "T", 0, KEY, 16, "pull_answer")
     assert all(r.violations == 0 for r in check_python(wire.rows()).results)
+
+
+@pytest.mark.parametrize("commit_first", [True, False])
+def test_a_commit_passing_a_received_message_before_its_send_back_is_caught(commit_first: bool) -> None:
+    """From the wire alone (OFF-3): the message came in a pull answer (a derived delivery), then its offset was
+    committed past it and only then was it sent back: the commit passed a message the client had not consumed."""
+    wire = Wire(send_mode="SYNC")
+    wire.route()
+    wire.ask("broker-a", heartbeat())
+    wire.answer("broker-a", wire.ask("broker-a", pull_request(0)), ResponseCode.SUCCESS,
+                {"nextBeginOffset": 1, "minOffset": 0, "maxOffset": 1}, body=message_body(40))
+    commit = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+        "consumerGroup": "CG", "topic": "T", "queueId": 0, "commitOffset": 1}, oneway=True)
+    back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+        "offset": 40, "group": "CG", "delayLevel": 0, "maxReconsumeTimes": 16})
+    if commit_first:
+        wire.ask("broker-a", commit)
+    wire.answer("broker-a", wire.ask("broker-a", back))
+    if not commit_first:
+        wire.ask("broker-a", commit)
+    result = check_python(wire.rows()).result("offset_not_past_unconsumed")
+    assert (result.judged, result.violations) == (1, 1 if commit_first else 0)
 
 
 def test_server_events_leave_the_broker_side_to_the_servers() -> None:

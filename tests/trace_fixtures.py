@@ -44,6 +44,7 @@ from rocketspec.traces.invariants import (
     TXN_COMMITTED,
     TXN_ROLLED_BACK,
 )
+from rocketspec.traces.wiretap import PULL_ANSWER
 
 Row = dict[str, Any]
 
@@ -682,6 +683,35 @@ def _commit_before_sendback() -> list[Row]:
     return d.rows()
 
 
+def _derived_commit_before_sendback() -> list[Row]:
+    """As a tap records it (the delivery read from m3's pull answer, its listener's result not on the wire): offset
+    2 is committed before m3 (offset 1) is sent back."""
+    d = _draft("violates-offset_not_past_unconsumed/derived_commit_before_sendback")
+    d.set("m3:deliver", derived=PULL_ANSWER)
+    d.drop("m3:result")
+    d.insert("m3:deliver", "offset.commit", BROKER_A, group=GROUP, topic=TOPIC, broker=BROKER_A, queue_id=0,
+             offset=2)
+    d.set("pull:a0:2:commit", previous=2)
+    return d.rows()
+
+
+def _allowed_derived_delivery_committed() -> list[Row]:
+    """m2's delivery is derived from a pull answer: whether its listener succeeded is not on the wire, so a commit
+    passing it is not judged (it is never sent back)."""
+    d = _draft("allowed-derived_delivery_committed")
+    d.set("m2:deliver", derived=PULL_ANSWER)
+    d.insert("m2:deliver", "offset.commit", BROKER_A, group=GROUP, topic=TOPIC, broker=BROKER_A, queue_id=0,
+             offset=1)
+    return d.rows()
+
+
+def _allowed_derived_client_pull_status() -> list[Row]:
+    """A client-side pull.response a tap inferred from the code is not judged, however it reads."""
+    d = _draft("allowed-derived_client_pull_status")
+    d.set("pull:b0:0:client", status="NO_NEW_MSG", derived=PULL_ANSWER)
+    return d.rows()
+
+
 # single_owner ---------------------------------------------------------------------------------------------------
 
 def _owner_wrong_allocation() -> list[Row]:
@@ -1305,6 +1335,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "transaction/rolled_back_delivered": _txn_rolled_back_delivered,
     "transaction/check_over_max": _txn_check_over_max,
     "transaction/check_after_discard": _txn_check_after_discard,
+    "offset_not_past_unconsumed/derived_commit_before_sendback": _derived_commit_before_sendback,
     "retry_delay_dlq/wrong_target": _retry_wrong_target,
     "retry_delay_dlq/too_early": _retry_too_early,
     "retry_delay_dlq/dlq_consumed": _retry_dlq_consumed,
@@ -1347,6 +1378,8 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "check_after_other_broker_discard": _allowed_check_after_other_broker_discard,
     "duplicate_shared_queue": _allowed_duplicate_shared_queue,
     "regression_wider_window": _allowed_regression_wider_window,
+    "derived_delivery_committed": _allowed_derived_delivery_committed,
+    "derived_client_pull_status": _allowed_derived_client_pull_status,
 }
 
 #: The allowed tallies of the healthy run: its one duplicate, after c2's crash and restart.
@@ -1402,6 +1435,8 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
                                                              offset=1),),
     "offset_not_past_unconsumed/commit_before_sendback": (_at("offset.commit", 0, topic=TOPIC, broker=BROKER_A,
                                                               offset=2),),
+    "offset_not_past_unconsumed/derived_commit_before_sendback": (
+        _at("offset.commit", 0, topic=TOPIC, broker=BROKER_A, offset=2),),
     "single_owner/allocation": (_at("rebalance.assign", 1, node=C1),),
     "single_owner/overlap": (_at("rebalance.assign", -1, node=C2),),
     "pull_oracle/overflow_one_next": (_at("pull.response", node=BROKER_A, topic=TOPIC, offset=2,

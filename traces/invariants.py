@@ -158,7 +158,9 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("offset.commit", "consume.deliver", "consume.result", "sendback", "store.delete", "pull.response"),
         "Per key (group, topic, broker, queue_id) and queue offset x delivered to the group (consume.deliver): d is "
         "the seq of x's first delivery, c the seq of its first completion after d (a success for x in that queue, "
-        "or a sendback of the group for x's msg_id with via broker or client), infinite if none. A broker "
+        "or a sendback of the group for x's msg_id with via broker or client), infinite if none; when x's first "
+        "delivery is derived (derived set: received in a pull answer, its listener's result not on the wire), c is "
+        "the first such sendback after d, and x is not judged without one. A broker "
         "offset.commit of the key with seq in (d, c) and offset > x is a violation, unless before it (smaller seq, "
         "> d) a store.delete of the queue had offset > x or a client-side pull.response of the group for the queue "
         "had status OFFSET_ILLEGAL.",
@@ -187,7 +189,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "(the offset is readable), the status is one a scan gives (FOUND, NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING, "
         "OFFSET_FOUND_NULL) and next_offset is within [min, max] (PULL-25). With a code, the code is "
         "pull_correction.response_code(status, requested_offset=offset) with or without suspension. Client-side "
-        "rows with a code: status equals pull_correction.pull_status(code), or is ERROR when that gives None (the "
+        "rows with a code, not derived (a tap infers a client's status from the code, so its rows say nothing): "
+        "status equals pull_correction.pull_status(code), or is ERROR when that gives None (the "
         "client raises MQBrokerException).",
     ),
     Invariant(
@@ -230,7 +233,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "A sendback row describes the copy it makes: reconsume_times is the copy's count (the stored count + 1), "
         "delay_level the level the copy is delayed by (0: not delayed). Per group G, for broker-side sendback rows "
         "(via broker, broker = node: the broker that made the copy; a client's own report of the same send back "
-        "is not read): (a) with r = reconsume_times - 1 and max = max_reconsume_times (16 if null), when "
+        "is not read; rows without target or delay_level say nothing to judge): (a) with r = reconsume_times - 1 "
+        "and max = max_reconsume_times (16 if null), when "
         "consume_retry.consumer_send_back(r, 0, max) dead-letters (r >= max) the target is %DLQ%<G>; otherwise the "
         "target is %RETRY%<G> with delay_level >= 1, or %DLQ%<G> with delay_level 0 (a request level < 0, "
         "RETRY-7). (b) The copies made of msg_id m to %RETRY%<G> with reconsume_times n (the broker-side "
@@ -249,3 +253,21 @@ INVARIANTS: tuple[Invariant, ...] = (
 )
 
 BY_NAME: dict[str, Invariant] = {i.name: i for i in INVARIANTS}
+
+#: What one case an invariant judges is: the report's "cases judged" counts these, summed over the traces, the same
+#: in both checkers. An invariant that judged no case says nothing about the trace ("nothing judged", not "ok").
+CASES: dict[str, str] = {
+    "no_lost_message": "an acknowledged send checked by (a) in a trace with store.put rows, and a copy due to a "
+                       "group checked by (b)",
+    "duplicates_allowed": "a consume.result of a clustering group",
+    "offset_no_regression": "a broker offset.commit of a clustering group",
+    "offset_not_past_unconsumed": "a delivered offset (group, queue, x) of a clustering group whose completion is "
+                                  "known: every first delivery seen by the consumer, and a derived one sent back "
+                                  "after it",
+    "single_owner": "a rebalance.assign of a clustering group",
+    "pull_oracle": "a pull.response the oracle decides: broker-side with min_offset and max_offset, client-side "
+                   "with a code and not derived",
+    "send_retry": "a send.attempt",
+    "transaction": "a msg_id with a txn.half row, and a txn.check (action check) of one",
+    "retry_delay_dlq": "a broker-side sendback with target and delay_level ((a), (b)), and a consume.deliver ((c))",
+}

@@ -79,7 +79,7 @@ COLUMNS: tuple[str, ...] = (
     "attempt", "mode", "final", "retry_times", "retry_times_async", "timeout_ms", "latency_fault", "queues",
     "all_queues", "consumers", "strategy", "expression", "tags", "next_offset", "min_offset", "max_offset",
     "reconsume_times", "max_reconsume_times", "delay_level", "target", "via", "state", "result", "check_times",
-    "check_max", "action",
+    "check_max", "action", "derived",
 )
 #: The columns a sample row keeps (besides trace_id, seq and reason), when set.
 _SAMPLE_COLUMNS = (
@@ -126,11 +126,12 @@ def _writable_brokers(topic: str, queues: Iterable[str]) -> frozenset[str]:
 
 
 class _Tally:
-    """One invariant's totals over all traces: violations, kept samples, counts."""
+    """One invariant's totals over all traces: cases judged, violations, kept samples, counts."""
 
-    __slots__ = ("counts", "samples", "violations")
+    __slots__ = ("counts", "judged", "samples", "violations")
 
     def __init__(self) -> None:
+        self.judged = 0
         self.violations = 0
         self.samples: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
@@ -168,6 +169,10 @@ class _Trace:
         self.delays = delays  # the trace's delay table (retry_delay_dlq (b))
         self.kinds: Counter[str] = Counter()
         self.settled = False
+        # Cases judged (invariants.CASES): per invariant, and per (invariant, group) for the invariants about
+        # clustering groups only (which groups broadcast is known at the end).
+        self.judged: Counter[str] = Counter()
+        self.group_cases: Counter[tuple[str, str]] = Counter()
         # Disturbances: (group, cause) -> seqs (rebalance, client, offset_illegal); cause -> seqs (the others).
         self.group_dist: dict[tuple[str, str], list[int]] = defaultdict(list)
         self.any_dist: dict[str, list[int]] = {c: [] for c in _DISTURBANCES if c not in _GROUP_CAUSES}
@@ -202,6 +207,13 @@ class _Trace:
         self.keys_of_group: dict[str, set[tuple[str, str, str, int]]] = defaultdict(set)
         self.keys_of_queue: dict[tuple[str, str, int], set[tuple[str, str, str, int]]] = defaultdict(set)
         self.past_unconsumed: list[tuple[str, dict[str, Any]]] = []
+        self.unconsumed_reported: set[int] = set()  # seqs of the commits reported (a commit counts once)
+        # Deliveries derived from the wire (the listener's result unknown: judged only when sent back): key ->
+        # offset -> [d, msg, the commits passing it as (seq, sample), exempt from here on]; (group, msg, d) of each;
+        # (group, msg) -> the seq of its latest sendback.
+        self.derived_pending: dict[tuple[str, str, str, int], dict[int, list[Any]]] = defaultdict(dict)
+        self.derived_first: list[tuple[str, str, int]] = []
+        self.last_sendback: dict[tuple[str, str], int] = {}
         # single_owner: (group, topic) -> node -> (consumers, all_queues, queues); reported flags.
         self.views: dict[tuple[str, str], dict[str, tuple[frozenset[str], frozenset[str] | None, frozenset[str]]]] = (
             defaultdict(dict))
@@ -215,6 +227,7 @@ class _Trace:
         self.routes: dict[tuple[str, str], frozenset[str]] = {}
         # transaction: msgs with a half; broker-side end counts; resolutions; check problems; deliveries.
         self.halves: set[str] = set()
+        self.checks: Counter[str] = Counter()  # txn.check rows with action check per msg_id
         self.producer_ends: Counter[str] = Counter()  # producer-side txn.end rows deciding a msg_id
         self.duplicating = False  # a fault.inject with action duplicate
         self.resolutions: dict[str, list[tuple[str, int]]] = defaultdict(list)
@@ -284,6 +297,7 @@ class _Trace:
         key = (row["node"], row["msg_id"])
         attempt = row["attempt"]
         mode = row["mode"]
+        self.judged[_SEND] += 1
         reasons = []
         retry_times = row.get("retry_times")
         retry_times_async = row.get("retry_times_async")
@@ -355,6 +369,7 @@ class _Trace:
         strategy = row["strategy"]
         if strategy == BROADCASTING:
             self.broadcasting.add(group)
+        self.group_cases[(_SINGLE_OWNER, group)] += 1
         queues = frozenset(row["queues"])
         expression = row.get("expression")
         key = (group, node, topic)
@@ -440,8 +455,11 @@ class _Trace:
                 group = row["group"]
                 self.group_dist[(group, "offset_illegal")].append(row["seq"])
                 # offset_not_past_unconsumed: commits after this are exempt for offsets delivered before it.
-                self.pending.pop((group, row["topic"], row["broker"], row["queue_id"]), None)
-            if code is not None:
+                key = (group, row["topic"], row["broker"], row["queue_id"])
+                self.pending.pop(key, None)
+                self.stop_derived(key, None)
+            if code is not None and row.get("derived") is None:
+                self.judged[_PULL] += 1
                 expected = client_pull_status(code)
                 if status != (expected or "ERROR"):
                     self.violation(_PULL, row, f"client status {status} for code {code}, pull_status gives "
@@ -450,6 +468,7 @@ class _Trace:
         low, high = row.get("min_offset"), row.get("max_offset")
         if low is None or high is None:
             return
+        self.judged[_PULL] += 1
         offset, next_offset = row["offset"], row.get("next_offset")
         reasons = []
         decided = bounds(offset, low, high)
@@ -479,9 +498,17 @@ class _Trace:
         group, topic, msg, offset = row["group"], row["topic"], row["msg_id"], row["offset"]
         key = (group, topic, row["broker"], row["queue_id"])
         seen = self.delivered[key]
+        self.judged[_RETRY] += 1  # (c)
         if offset not in seen:
             seen.add(offset)
-            self.pending[key][offset] = (row["seq"], msg)
+            if row.get("derived") is None:
+                self.pending[key][offset] = (row["seq"], msg)
+                self.group_cases[(_UNCONSUMED, group)] += 1
+            else:
+                # Received in a pull answer: whether the listener consumed it is not on the wire, so only a
+                # sendback completes it (offset_not_past_unconsumed judges it then).
+                self.derived_pending[key][offset] = [row["seq"], msg, [], False]
+                self.derived_first.append((group, msg, row["seq"]))
             self.keys_of_queue[key[1:]].add(key)
             self.keys_of_group[group].add(key)
         first = self.delivers.get(msg)
@@ -497,6 +524,7 @@ class _Trace:
         group, msg = row["group"], row["msg_id"]
         key = (group, msg)
         success = row["status"] in SUCCESS_STATUSES
+        self.group_cases[(_DUPLICATES, group)] += 1
         if key in self.first_success:
             self.duplicates.append((row, self.shared_queue(group, row["topic"], row["broker"], row["queue_id"])))
         elif success:
@@ -509,13 +537,21 @@ class _Trace:
     def sendback(self, row: dict[str, Any]) -> None:
         group, msg, via = row["group"], row["msg_id"], row["via"]
         if via in SENT_BACK_VIAS:
+            self.last_sendback[(group, msg)] = row["seq"]
             # Sendbacks are rare and few offsets are pending at a time: scanning them beats indexing every delivery.
             for key in self.keys_of_group.get(group, ()):
                 pending = self.pending.get(key)
                 if pending:
                     for offset in [x for x, (_, m) in pending.items() if m == msg]:
                         del pending[offset]
-        copy_times, delay_level, target = row["reconsume_times"], row["delay_level"], row["target"]
+                derived = self.derived_pending.get(key)
+                if derived:
+                    for offset in [x for x, entry in derived.items() if entry[1] == msg]:
+                        for commit_seq, sample in derived.pop(offset)[2]:
+                            if commit_seq not in self.unconsumed_reported:
+                                self.unconsumed_reported.add(commit_seq)
+                                self.past_unconsumed.append((group, sample))
+        copy_times, delay_level, target = row["reconsume_times"], row.get("delay_level"), row.get("target")
         retry, dead = _RETRY_PREFIX + group, _DLQ_PREFIX + group
         if via == "client":
             # A client whose sendback request failed stored its own copy (RETRY-16): not judged (its row is stamped
@@ -528,6 +564,9 @@ class _Trace:
             return
         if via != "broker" or row.get("broker") != row["node"]:
             return  # retry_delay_dlq reads the row of the broker that made the copy, not a client's own report
+        if target is None or delay_level is None:
+            return  # a row that does not say where the copy went, or with what level: nothing to judge
+        self.judged[_RETRY] += 1  # (a)
         # retry_delay_dlq (a): the row describes the copy; r is the count of the message sent back.
         max_times = row.get("max_reconsume_times")
         max_times = _DEFAULT_MAX_RECONSUME if max_times is None else max_times
@@ -588,6 +627,7 @@ class _Trace:
     def offset_commit(self, row: dict[str, Any]) -> None:
         group, offset, seq = row["group"], row["offset"], row["seq"]
         key = (group, row["topic"], row["broker"], row["queue_id"])
+        self.group_cases[(_REGRESSION, group)] += 1
         # offset_no_regression: the stack keeps, of the earlier commits, those no later commit is <= to.
         stack = self.commits.get(key)
         if stack is None:
@@ -616,10 +656,32 @@ class _Trace:
             passed = [x for x in pending if x < offset]
             if passed:
                 x = min(passed)
+                self.unconsumed_reported.add(seq)
                 self.past_unconsumed.append((group, _sample(
                     self.trace_id, row, f"commit {offset} passes offset {x} delivered at seq {pending[x][0]} and not "
                     f"consumed" + (f" (and {len(passed) - 1} more)" if len(passed) > 1 else "") + " (OFF-3)",
                     unconsumed=x, unconsumed_msg_id=pending[x][1])))
+        derived = self.derived_pending.get(key)
+        if derived:
+            passed = [x for x, entry in derived.items() if x < offset and not entry[3]]
+            if passed:
+                x = min(passed)
+                sample = _sample(self.trace_id, row, f"commit {offset} passes offset {x} received at seq "
+                                 f"{derived[x][0]} and sent back after it (OFF-3)", unconsumed=x,
+                                 unconsumed_msg_id=derived[x][1])
+                for x in passed:
+                    derived[x][2].append((seq, sample))
+
+    def stop_derived(self, key: tuple[str, str, str, int], below: int | None) -> None:
+        """Later commits are exempt for the derived deliveries of ``key`` (below ``below``, or all): those no commit
+        passed yet are done; those one passed still await their sendback."""
+        derived = self.derived_pending.get(key)
+        if derived:
+            for x in [x for x in derived if below is None or x < below]:
+                if derived[x][2]:
+                    derived[x][3] = True
+                else:
+                    del derived[x]
 
     # Brokers -----------------------------------------------------------------------------------------------------
 
@@ -665,6 +727,7 @@ class _Trace:
             if pending:
                 for x in [x for x in pending if x < offset]:
                     del pending[x]
+            self.stop_derived(key, offset)
 
     def broker_restart(self, row: dict[str, Any]) -> None:
         self.any_dist["broker_restart"].append(row["seq"])
@@ -699,6 +762,7 @@ class _Trace:
             self.discarded.add((row["node"], msg))
         if action != "check":
             return
+        self.checks[msg] += 1
         reasons = []
         check_max = row.get("check_max")
         limit = max(DEFAULT_CHECK_MAX if check_max is None else check_max, 1)
@@ -748,6 +812,15 @@ class _Trace:
                     t[name].add(sample)
         self.finish_transactions()
         self.finish_retry_pairs()
+        judged = self.judged
+        for (name, group), n in self.group_cases.items():
+            if not broadcast(group):
+                judged[name] += n
+        last_sendback = self.last_sendback
+        judged[_UNCONSUMED] += sum(1 for group, msg, d in self.derived_first
+                                   if not broadcast(group) and last_sendback.get((group, msg), -1) > d)
+        for name, n in judged.items():
+            t[name].judged += n
 
     def finish_lost(self, broadcasting: Callable[[str], bool]) -> None:
         """no_lost_message: (a) where the trace records puts, settled or cut; (b) in settled traces."""
@@ -757,6 +830,7 @@ class _Trace:
             if acked:
                 tally.counts[PART_A_SKIPPED] += 1
         else:
+            self.judged[_NO_LOST] += len(acked)
             for seq, node, msg, topic, broker, queue_id, offset, attempt in acked:
                 if (msg, topic) not in self.put_in_topic and (self.settled or msg not in self.parked):
                     tally.add(_compact(self.trace_id, seq, f"acknowledged SEND_OK but never stored in {topic} "
@@ -775,8 +849,10 @@ class _Trace:
             if not pulled:
                 continue
             for group, lowest in pulled.items():
-                if (lowest > offset or group not in live or (group, msg) in delivered or (group, msg) in dead_letters
-                        or not _selects(expressions.get((group, topic), "*"), tags)):
+                if lowest > offset or group not in live or not _selects(expressions.get((group, topic), "*"), tags):
+                    continue
+                self.judged[_NO_LOST] += 1
+                if (group, msg) in delivered or (group, msg) in dead_letters:
                     continue
                 if self.deleted.get((topic, broker, queue_id), -1) > offset:
                     tally.counts["exempt_deleted"] += 1
@@ -788,6 +864,7 @@ class _Trace:
     def finish_transactions(self) -> None:
         """transaction (a)-(c), for msg_ids with a txn.half row."""
         tally = self.t[_TXN]
+        self.judged[_TXN] += len(self.halves) + sum(self.checks[m] for m in self.halves)
         for msg in sorted(self.halves):
             resolved = self.resolutions.get(msg, ())
             results = {result for result, _ in resolved}
@@ -860,6 +937,7 @@ def _check(name: str, traces: Iterator[tuple[str, Any]], tables: Mapping[str, tu
         InvariantResult(
             name=i.name,
             events_scanned=sum(kinds[k] for k in i.kinds),
+            judged=tallies[i.name].judged,
             violations=tallies[i.name].violations,
             samples=sample_rows(tallies[i.name].samples),
             counts=dict(tallies[i.name].counts),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rocketspec.traces.invariants import INVARIANTS
+from rocketspec.traces.invariants import CASES, INVARIANTS
 from rocketspec.traces.schema import COLUMNS, CORE, KINDS, MANIFEST, SCHEMA_VERSION
 
 BEGIN = "<!-- BEGIN GENERATED: rocketspec traces schema --markdown -->"
@@ -23,7 +23,8 @@ def schema_json() -> dict[str, Any]:
             for k in KINDS.values()
         ],
         "invariants": [
-            {"name": i.name, "title": i.title, "clauses": list(i.clauses), "kinds": list(i.kinds), "rule": i.rule}
+            {"name": i.name, "title": i.title, "clauses": list(i.clauses), "kinds": list(i.kinds), "rule": i.rule,
+             "case": CASES[i.name]}
             for i in INVARIANTS
         ],
     }
@@ -48,7 +49,8 @@ def markdown() -> str:
     lines += ["", "### Invariants", ""]
     for i in INVARIANTS:
         lines += [f"#### `{i.name}`: {i.title}", "",
-                  f"Clauses {', '.join(i.clauses)}. Reads {', '.join(f'`{k}`' for k in i.kinds)}.", "", i.rule, ""]
+                  f"Clauses {', '.join(i.clauses)}. Reads {', '.join(f'`{k}`' for k in i.kinds)}.", "", i.rule, "",
+                  f"A case judged: {CASES[i.name]}.", ""]
     lines.append(END)
     return "\n".join(lines)
 

@@ -23,6 +23,14 @@ class InvariantResult:
     violations: int
     samples: tuple[Mapping[str, Any], ...] = ()
     counts: Mapping[str, int] = attrs.field(factory=dict)
+    judged: int = 0  # cases judged (invariants.CASES): zero means the invariant said nothing about the input
+
+    @property
+    def verdict(self) -> str:
+        """``VIOLATED``, ``ok``, or ``nothing judged`` (no violation, and no case to find one in)."""
+        if self.violations:
+            return "VIOLATED"
+        return "ok" if self.judged else "nothing judged"
 
     @property
     def clauses(self) -> tuple[str, ...]:
@@ -38,8 +46,10 @@ class InvariantResult:
             "title": BY_NAME[self.name].title,
             "clauses": list(self.clauses),
             "events_scanned": self.events_scanned,
+            "judged": self.judged,
             "violations": self.violations,
             "ok": self.ok,
+            "verdict": self.verdict,
             "counts": dict(sorted(self.counts.items())),
             "samples": [dict(s) for s in self.samples],
         }
@@ -66,6 +76,10 @@ class Report:
 
     def result(self, name: str) -> InvariantResult:
         return next(r for r in self.results if r.name == name)
+
+    def nothing_judged(self) -> list[str]:
+        """The invariants that judged no case in the whole input (they hold vacuously: they said nothing)."""
+        return [r.name for r in self.results if not r.judged]
 
     def unjudged(self) -> dict[str, dict[str, int]]:
         """Per invariant, the parts it could not judge on some traces (count name -> traces)."""
@@ -99,14 +113,14 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
 def format_report(report: Report, *, samples: int = 5) -> str:
     """The human report: a summary table, then per invariant with violations its sample rows and counts."""
     rows = [
-        [r.name, ", ".join(r.clauses), f"{r.events_scanned:,}", f"{r.violations:,}", "ok" if r.ok else "VIOLATED"]
+        [r.name, ", ".join(r.clauses), f"{r.events_scanned:,}", f"{r.judged:,}", f"{r.violations:,}", r.verdict]
         for r in report.results
     ]
     parts = [
         f"trace {report.source}: {report.events:,} events in {report.traces:,} trace(s), engine {report.engine}, "
         f"{report.seconds:.1f} s",
         "",
-        _table(rows, ["invariant", "clauses", "events scanned", "violations", "result"]),
+        _table(rows, ["invariant", "clauses", "events scanned", "cases judged", "violations", "result"]),
     ]
     for r in report.results:
         if r.counts:
@@ -119,5 +133,13 @@ def format_report(report: Report, *, samples: int = 5) -> str:
             rest = ", ".join(f"{k}={v}" for k, v in s.items() if k not in ("trace_id", "seq", "reason"))
             parts.append(head + (f" [{rest}]" if rest else ""))
     failed = sum(not r.ok for r in report.results)
-    parts += ["", "all invariants hold" if report.ok else f"{failed} invariant(s) VIOLATED"]
+    idle = report.nothing_judged()
+    if not report.ok:
+        verdict = f"{failed} invariant(s) VIOLATED"
+    elif idle:
+        verdict = (f"{len(report.results) - len(idle)} invariant(s) hold on the cases they judged; nothing judged by "
+                   f"{', '.join(idle)}")
+    else:
+        verdict = "all invariants hold"
+    parts += ["", verdict]
     return "\n".join(parts)

@@ -101,6 +101,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("crashed", BOOL, "broker.restart: a crash (no clean shutdown)"),
     Column("role", STRING, "client.lifecycle: producer, push_consumer, lite_pull_consumer, ..."),
     Column("detail", STRING, "free text"),
+    Column("derived", STRING, "set when the row was inferred from the wire, not seen happen: what it was read from "
+           "(a tap's broker-side rows: send_answer, pull_answer, commit_request, check_request; its consume.deliver "
+           "rows: pull_answer)"),
 )
 
 COLUMN_TYPES: dict[str, str] = {c.name: c.type for c in COLUMNS}
@@ -133,30 +136,31 @@ KINDS: dict[str, Kind] = {
              ("commit_offset",)),
         Kind("pull.response", "a pull answer: broker side (node = broker, GetMessageStatus) or client side "
              "(node = client, PullStatus)", ("group", "topic", "broker", "queue_id", "offset", "status"),
-             ("code", "next_offset", "min_offset", "max_offset", "count")),
-        Kind("consume.deliver", "a message is handed to the listener",
-             ("group", "topic", "broker", "queue_id", "offset", "msg_id", "reconsume_times")),
+             ("code", "next_offset", "min_offset", "max_offset", "count", "derived")),
+        Kind("consume.deliver", "a message is handed to the listener (derived pull_answer: a tap saw it in a pull "
+             "answer to the consumer)",
+             ("group", "topic", "broker", "queue_id", "offset", "msg_id", "reconsume_times"), ("derived",)),
         Kind("consume.result", "the listener's result for a message (ConsumeStatus or orderly status)",
              ("group", "topic", "broker", "queue_id", "offset", "msg_id", "status")),
         Kind("offset.update", "a client's in-memory consume offset changes",
              ("group", "topic", "broker", "queue_id", "offset", "increase_only")),
         Kind("offset.commit", "a broker stores a group's offset (node = broker)",
-             ("group", "topic", "broker", "queue_id", "offset"), ("previous",)),
+             ("group", "topic", "broker", "queue_id", "offset"), ("previous", "derived")),
         Kind("store.put", "a broker appended a message to a consume queue (node = broker)",
              ("topic", "broker", "queue_id", "offset", "msg_id"),
-             ("commit_log_offset", "reconsume_times", "tags")),
+             ("commit_log_offset", "reconsume_times", "tags", "derived")),
         Kind("store.delete", "a broker deleted old data: the queue's min offset is now offset (node = broker)",
              ("topic", "broker", "queue_id", "offset")),
         Kind("sendback", "a consumed message goes back for retry; target is the retry or DLQ topic; the row of the "
              "broker that made the copy has broker = node",
-             ("group", "topic", "msg_id", "reconsume_times", "delay_level", "target", "via"),
-             ("max_reconsume_times", "broker")),
+             ("group", "topic", "msg_id", "reconsume_times", "via"),
+             ("delay_level", "target", "max_reconsume_times", "broker")),
         Kind("txn.half", "a broker stored a half message (node = broker)",
-             ("group", "topic", "msg_id", "transaction_id", "offset")),
+             ("group", "topic", "msg_id", "transaction_id", "offset"), ("derived",)),
         Kind("txn.end", "a transaction outcome: sent by the producer, or applied by the broker (with result)",
              ("group", "msg_id", "transaction_id", "state", "from_check"), ("result",)),
         Kind("txn.check", "the broker checks back (action check) or gives up (action discard) on a half message",
-             ("group", "msg_id", "transaction_id", "check_times", "action"), ("check_max",)),
+             ("group", "msg_id", "transaction_id", "check_times", "action"), ("check_max", "derived")),
         Kind("broker.restart", "a broker restarted (node = broker)", ("broker", "crashed")),
         Kind("fault.inject", "an injected fault hit a request", ("target", "code", "action"), ("detail",)),
         Kind("client.lifecycle", "a client starts, shuts down or crashes", ("group", "role", "action")),

@@ -55,7 +55,7 @@ NEEDED: tuple[str, ...] = (
     "status", "attempt", "mode", "final", "retry_times", "retry_times_async", "timeout_ms", "latency_fault", "queues",
     "all_queues", "consumers", "strategy", "expression", "tags", "next_offset", "min_offset", "max_offset",
     "reconsume_times", "max_reconsume_times", "delay_level", "target", "via", "state", "result", "check_times",
-    "check_max", "action",
+    "check_max", "action", "derived",
 )
 KEY = ("trace_id", "group", "topic", "broker", "queue_id")  # a group's queue
 QUEUE = ("trace_id", "topic", "broker", "queue_id")
@@ -848,6 +848,8 @@ class _Checker:
         self._cache: dict[str, DataFrame] = {}
         self._persisted: list[DataFrame] = []
         self._lock = threading.Lock()  # checks may run in threads
+        self._cases_lock = threading.Lock()  # held while row_cases runs its job (which takes _lock)
+        self._row_cases: dict[str, int] | None = None
 
     # helpers ------------------------------------------------------------------------------------------------------
     def with_delay_table(self, df: DataFrame) -> DataFrame:
@@ -1008,8 +1010,9 @@ class _Checker:
                 .drop("_shared"))
 
     def result(self, name: str, violations: DataFrame | None, counts: dict[str, int] | None = None,
-               n: int | None = None) -> InvariantResult:
-        """Count ``violations`` (rows with trace_id, seq, reason and key columns) and keep the first samples."""
+               n: int | None = None, judged: int | None = None) -> InvariantResult:
+        """Count ``violations`` (rows with trace_id, seq, reason and key columns) and keep the first samples;
+        ``judged``: the cases judged (invariants.CASES), else those of :meth:`row_cases`."""
         samples: tuple[dict[str, Any], ...] = ()
         if violations is not None and n != 0:
             rows = violations.orderBy("trace_id", "seq").limit(inv.MAX_SAMPLES).collect()
@@ -1017,7 +1020,38 @@ class _Checker:
             if n is None:
                 # Fewer than the samples kept: that is all of them, and counting them again would be one more job.
                 n = len(rows) if len(rows) < inv.MAX_SAMPLES else violations.count()
-        return InvariantResult(name, self.scanned(name), n or 0, samples, dict(counts or {}))
+        if judged is None:
+            judged = self.row_cases().get(name, 0)
+        return InvariantResult(name, self.scanned(name), n or 0, samples, dict(counts or {}), judged=judged)
+
+    def row_cases(self) -> dict[str, int]:
+        """The cases judged of the invariants whose cases are rows (invariants.CASES), counted in one job."""
+        with self._cases_lock:
+            if self._row_cases is None:
+                flagged = self.ev.join(F.broadcast(self.broadcasting_groups().withColumn("_bc", F.lit(True))),
+                                       ["trace_id", "group"], "left")
+                clustering = F.col("_bc").isNull()
+                kind = F.col("kind")
+                broker_side = F.coalesce(F.col("node") == F.col("broker"), F.lit(False))
+
+                def n(cond: Column) -> Column:
+                    return F.sum(F.coalesce(cond, F.lit(False)).cast("long"))
+
+                cases = {
+                    "send_retry": n(kind == "send.attempt"),
+                    "pull_oracle": n((kind == "pull.response") & (
+                        (broker_side & F.col("min_offset").isNotNull() & F.col("max_offset").isNotNull())
+                        | (~broker_side & F.col("code").isNotNull() & F.col("derived").isNull()))),
+                    "duplicates_allowed": n((kind == "consume.result") & clustering),
+                    "offset_no_regression": n((kind == "offset.commit") & clustering),
+                    "single_owner": n((kind == "rebalance.assign") & clustering),
+                    "retry_delay_dlq": n((kind == "consume.deliver") | (
+                        (kind == "sendback") & (F.col("via") == "broker") & broker_side
+                        & F.col("target").isNotNull() & F.col("delay_level").isNotNull())),
+                }
+                row = flagged.agg(*(c.alias(name) for name, c in cases.items())).collect()[0]
+                self._row_cases = {name: int(row[name] or 0) for name in cases}
+            return dict(self._row_cases)
 
     def classified(self, name: str, rows: DataFrame, cause: str = "_cause") -> InvariantResult:
         """Rows that are either allowed (``cause`` set: counted per cause) or violations (``cause`` null)."""
@@ -1046,6 +1080,7 @@ class _Checker:
         n_unjudged = acked.join(recorded, "trace_id", "left_anti").select("trace_id").distinct().count()
         if n_unjudged:
             counts[inv.PART_A_SKIPPED] = n_unjudged
+        judged = acked.join(recorded, "trace_id", "left_semi").count()
         # A delayed message reaches its topic when its level is due: in a trace cut before that, its put in the
         # schedule topic is all there is.
         parked_unsettled = (all_puts.where(F.col("topic") == SCHEDULE_TOPIC).select("trace_id", "msg_id").distinct()
@@ -1056,7 +1091,7 @@ class _Checker:
                  .select("trace_id", "seq", F.lit("acknowledged (SEND_OK) but never stored in its topic")
                          .alias("reason"), "node", "topic", "broker", "queue_id", "msg_id"))
         if not n_settled:
-            return self.result(name, acked, counts)
+            return self.result(name, acked, counts, judged=judged)
         b_settled = F.broadcast(settled)
         puts = all_puts.join(b_settled, "trace_id", "left_semi")
         # (b) every due copy delivered to each live clustering group: due to G when G pulled the queue from at or
@@ -1080,6 +1115,8 @@ class _Checker:
                .where(tag_matches(F.col("expression"), F.col("tags")))
                .select("trace_id", "seq", "topic", "broker", "queue_id", "offset", "msg_id", "group")
                .join(F.broadcast(live), ["trace_id", "group"], "left_semi"))
+        due = self.persist(due)
+        judged += due.count()
         successes = (self.kind("consume.result").where(_success(F.col("status")))
                      .select("trace_id", "group", "msg_id").distinct())
         dead = (puts.where(F.col("topic").startswith(DLQ))
@@ -1096,7 +1133,7 @@ class _Checker:
         lost = (undelivered.where(~exempt)
                 .select("trace_id", "seq", F.concat(F.lit("copy never delivered to group "), F.col("group"))
                         .alias("reason"), "group", "topic", "broker", "queue_id", "offset", "msg_id"))
-        return self.result(name, acked.unionByName(lost, allowMissingColumns=True), counts)
+        return self.result(name, acked.unionByName(lost, allowMissingColumns=True), counts, judged=judged)
 
     def duplicates_allowed(self) -> InvariantResult:
         name = "duplicates_allowed"
@@ -1167,19 +1204,22 @@ class _Checker:
         commits = self.persist(commits)
         stats = self.persist(commits.groupBy(*key).agg(F.count("*").alias("n"), F.min("t").alias("t0"),
                                                        F.max("t").alias("t1")))
-        if not stats.take(1) or not self.has("consume.deliver"):
-            return self.result(name, None, {}, 0)
-        # d: first delivery of (key, x); c: first completion after d (a success for x in the queue, or a sendback).
+        if not self.has("consume.deliver"):
+            return self.result(name, None, {}, 0, judged=0)
+        # d: first delivery of (key, x); c: first completion after d (a success for x in the queue, or a sendback;
+        # for a delivery derived from the wire, only a sendback: it is not judged without one).
+        deliver = F.col("kind") == "consume.deliver"
         events = (self.clustering(self.kind("consume.deliver", "consume.result"))
-                  .where((F.col("kind") == "consume.deliver") | _success(F.col("status")))
+                  .where(deliver | _success(F.col("status")))
                   .groupBy(*key, F.col("offset").alias("x"))
-                  .agg(F.min(F.when(F.col("kind") == "consume.deliver", F.col("seq"))).alias("d"),
-                       F.min_by(F.when(F.col("kind") == "consume.deliver", F.col("msg_id")),
-                                F.when(F.col("kind") == "consume.deliver", F.col("seq"))).alias("msg_id"),
+                  .agg(F.min(F.when(deliver, F.col("seq"))).alias("d"),
+                       F.min_by(F.when(deliver, F.col("msg_id")), F.when(deliver, F.col("seq"))).alias("msg_id"),
+                       F.min_by(F.when(deliver, F.col("derived").isNotNull()), F.when(deliver, F.col("seq")))
+                       .alias("derived"),
                        F.collect_list(F.when(F.col("kind") == "consume.result", F.col("seq"))).alias("done"))
                   .where(F.col("d").isNotNull())
-                  .join(F.broadcast(stats), key)  # keys without commits cannot violate
-                  .withColumn("c", F.array_min(F.filter("done", lambda s: s > F.col("d")))).drop("done"))
+                  .withColumn("c", F.when(~F.col("derived"), F.array_min(F.filter("done", lambda s: s > F.col("d")))))
+                  .drop("done"))
         sendbacks = (self.kind("sendback").where(F.col("via").isin(sorted(inv.SENT_BACK_VIAS)))
                      .select("trace_id", "group", "msg_id", F.col("seq").alias("sb")))
         if self.has("sendback"):
@@ -1187,6 +1227,11 @@ class _Checker:
                         .join(sendbacks, ["trace_id", "group", "msg_id"])
                         .where(F.col("sb") > F.col("d")).groupBy(*key, "x").agg(F.min("sb").alias("sb")))
             events = events.join(first_sb, [*key, "x"], "left").withColumn("c", F.least("c", "sb")).drop("sb")
+        events = self.persist(events.where(~F.col("derived") | F.col("c").isNotNull()))
+        judged = events.count()
+        if not stats.take(1):
+            return self.result(name, None, {}, 0, judged=judged)
+        events = events.join(F.broadcast(stats), key)  # keys without commits cannot violate
         # The first OFFSET_ILLEGAL of the group for the queue after d exempts every later commit: the interval ends.
         illegal = (self.kind("pull.response")
                    .where((F.col("node") != F.col("broker")) & (F.col("status") == "OFFSET_ILLEGAL"))
@@ -1229,7 +1274,7 @@ class _Checker:
                               F.col("p.d").alias("delivered_seq"),
                               F.format_string("committed offset %d passes offset %d, delivered at seq %d and not "
                                               "completed before", "o", "p.x", "p.d").alias("reason")))
-        return self.result(name, violations)
+        return self.result(name, violations, judged=judged)
 
     def single_owner(self) -> InvariantResult:
         name = "single_owner"
@@ -1258,7 +1303,7 @@ class _Checker:
         broker_side = F.col("node") == F.col("broker")
         rows = self.kind("pull.response").where(
             (broker_side & F.col("min_offset").isNotNull() & F.col("max_offset").isNotNull())
-            | (~broker_side & F.col("code").isNotNull()))
+            | (~broker_side & F.col("code").isNotNull() & F.col("derived").isNull()))
         udf = F.pandas_udf(_pull_reasons, "string")
         checked = rows.select(
             "trace_id", "seq", "node", "group", "topic", "broker", "queue_id", "offset", "status", "code",
@@ -1360,8 +1405,11 @@ class _Checker:
     def transaction(self) -> InvariantResult:
         name = "transaction"
         if not self.has("txn.half"):
-            return self.result(name, None, {}, 0)
-        halves = F.broadcast(self.persist(self.kind("txn.half").select("trace_id", "msg_id").distinct()))
+            return self.result(name, None, {}, 0, judged=0)
+        halves = self.persist(self.kind("txn.half").select("trace_id", "msg_id").distinct())
+        judged = halves.count() + (self.kind("txn.check").where(F.col("action") == "check")
+                                   .join(F.broadcast(halves), ["trace_id", "msg_id"], "left_semi").count())
+        halves = F.broadcast(halves)
         resolving = F.col("result").isin(inv.TXN_COMMITTED, inv.TXN_ROLLED_BACK)
         ends = (self.kind("txn.end").where(F.col("result").isNotNull()).join(halves, ["trace_id", "msg_id"],
                                                                             "left_semi")
@@ -1411,7 +1459,7 @@ class _Checker:
                 F.format_string("check after this broker's discard at seq %d", "discarded_at")).otherwise(
                 F.format_string("check_times %d > max(check_max, 1) = %d", "check_times", most)).alias("reason"))
         rows = twice.unionByName(leaked, allowMissingColumns=True).unionByName(bad_checks, allowMissingColumns=True)
-        return self.result(name, self.persist(rows), counts)
+        return self.result(name, self.persist(rows), counts, judged=judged)
 
     def retry_delay_dlq(self) -> InvariantResult:
         name = "retry_delay_dlq"
@@ -1420,9 +1468,11 @@ class _Checker:
         if self.has("sendback"):
             # A sendback row describes its copy: reconsume_times is the copy's count, delay_level the copy's level.
             # Broker-side rows only: the broker that made the copy (a client's report of the same send back is
-            # not read).
+            # not read), and only those that say where the copy went and with what level.
             sb = self.persist(self.kind("sendback").where((F.col("via") == "broker")
-                                                          & (F.col("broker") == F.col("node"))).select(
+                                                          & (F.col("broker") == F.col("node"))
+                                                          & F.col("target").isNotNull()
+                                                          & F.col("delay_level").isNotNull()).select(
                 "trace_id", "seq", "ts_ms", "node", "group", "topic", "msg_id", "reconsume_times", "delay_level",
                 "max_reconsume_times", "target"))
             retry_topic = F.concat(F.lit(RETRY), F.col("group"))

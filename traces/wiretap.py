@@ -77,6 +77,7 @@ from rocketspec.refimpl.broker.sendback import SendBackHeader
 from rocketspec.refimpl.broker.transaction import EndTransactionHeader
 from rocketspec.refimpl.events import (
     ClientLifecycle,
+    ConsumeDeliver,
     Event,
     EventLog,
     MessageStored,
@@ -92,6 +93,7 @@ from rocketspec.refimpl.events import (
     TxnHalf,
 )
 from rocketspec.refimpl.message import (
+    MessageExt,
     decode_batch,
     decode_offset_message_id,
     decode_properties,
@@ -100,7 +102,6 @@ from rocketspec.refimpl.message import (
 from rocketspec.refimpl.remoting import HeaderError, RemotingCommand
 from rocketspec.refimpl.route import BrokerData, TopicRouteData, loads_lenient
 from rocketspec.refimpl.tcp import WireFrame
-from rocketspec.spec.consume_retry import Target, consumer_send_back
 from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     DEFAULT_SEND_MSG_TIMEOUT_MS,
@@ -130,8 +131,15 @@ from rocketspec.spec.send_retry import (
     send_status_of,
     status_retried,
 )
+from rocketspec.traces.invariants import tag_matches
 
 log = logging.getLogger("rocketspec.wiretap")
+
+#: The ``derived`` values of the rows inferred from the wire: what each was read from.
+SEND_ANSWER = "send_answer"
+PULL_ANSWER = "pull_answer"
+COMMIT_REQUEST = "commit_request"
+CHECK_REQUEST = "check_request"
 
 SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 #: Requests whose answer this observer reads (others are not kept waiting for one).
@@ -495,7 +503,7 @@ class WireEvents:
             if status is SendStatus.SEND_OK and info.keys[0]:
                 self._emit(TxnHalf(node=frame.node, group=info.producer_group, topic=info.topic,
                                    msg_id=info.keys[0], transaction_id=fields.get("transactionId") or info.keys[0],
-                                   offset=queue_offset))
+                                   offset=queue_offset, derived=SEND_ANSWER))
             return
         if not info.plain:
             return
@@ -515,7 +523,7 @@ class WireEvents:
                                      queue_id=info.queue_id if queue_id is None else queue_id,
                                      offset=queue_offset + i, msg_id=msg_id,
                                      commit_log_offset=commit_log_offset,  # type: ignore[arg-type]
-                                     reconsume_times=info.reconsume_times, tags=tags))
+                                     reconsume_times=info.reconsume_times, tags=tags, derived=SEND_ANSWER))
 
     # ---------------------------------------------------------------------------------------------------- pulls
     def _pull_request(self, conn: _Connection, frame: WireFrame) -> PullMessageHeader | None:
@@ -535,7 +543,8 @@ class WireEvents:
         response = frame.command
         fields = response.ext_fields
         code = response.code
-        count = self._count_and_remember(frame.node, response.body) if code == ResponseCode.SUCCESS else 0
+        messages = self._messages(frame.node, response.body) if code == ResponseCode.SUCCESS else []
+        count = len(messages)
         try:
             client_status = pull_status(ResponseCode(code))
         except ValueError:
@@ -544,57 +553,65 @@ class WireEvents:
                    "max_offset": _int(fields, "maxOffset")}
         common = {"group": header.consumer_group, "topic": header.topic, "broker": pending.frame.node,
                   "queue_id": header.queue_id, "offset": header.queue_offset, "code": code}
+        # The client's PullStatus is not on the wire: it is inferred from the code (derived).
         if client_status is None:
-            self._emit(PullResponseEvent(node=pending.node, status="ERROR", **common))
+            self._emit(PullResponseEvent(node=pending.node, status="ERROR", **common, derived=PULL_ANSWER))
         else:
             self._emit(PullResponseEvent(node=pending.node, status=client_status.name, count=count, **common,
-                                         **offsets))
-        if self.server_events or code not in _PULL_CODES or response.remark not in _STORE_STATUSES:
+                                         **offsets, derived=PULL_ANSWER))
+        if self.server_events:
+            return
+        self._received(pending.node, header, pending.frame.node, messages)
+        if code not in _PULL_CODES or response.remark not in _STORE_STATUSES:
             return
         if self._broker_ids.get(frame.server_addr) != MASTER_ID:
             return
         self._emit(PullResponseEvent(node=frame.node, status=str(response.remark), count=count,
-                                     **{**common, "broker": frame.node}, **offsets))
+                                     **{**common, "broker": frame.node}, **offsets, derived=PULL_ANSWER))
 
-    def _count_and_remember(self, broker: str, body: bytes | None) -> int:
-        """Messages in a pull answer's body; each is remembered by (broker, commit-log offset) for send-backs."""
-        if not body:
-            return 0
-        count = pos = 0
-        while pos < len(body):
+    def _received(self, node: str, header: PullMessageHeader, broker: str, messages: list[MessageExt]) -> None:
+        """consume.deliver rows derived from a pull answer: the messages the consumer received, less those its own
+        tag check drops (PullAPIWrapper.processPullResult re-checks the tags a TAG subscription names; a request
+        without its subscription leaves them unknown, and every message counts)."""
+        expression = header.subscription if header.expression_type in (None, "TAG") else None
+        for msg in messages:
+            if not tag_matches(expression, msg.properties.get(Property.TAGS)):
+                continue
+            self._emit(ConsumeDeliver(node=node, group=header.consumer_group, topic=header.topic, broker=broker,
+                                      queue_id=header.queue_id, offset=msg.queue_offset, msg_id=msg.msg_id,
+                                      reconsume_times=msg.reconsume_times, derived=PULL_ANSWER))
+
+    def _messages(self, broker: str, body: bytes | None) -> list[MessageExt]:
+        """The messages of a pull answer's body; each is remembered by (broker, commit-log offset) for send-backs."""
+        messages: list[MessageExt] = []
+        pos = 0
+        while body and pos < len(body):
             try:
                 msg, size = decode_stored_message(body, pos, broker_name=broker, decompress=False)
             except (ValueError, IndexError, UnicodeDecodeError, struct.error):
                 break
             pos += size
-            count += 1
+            messages.append(msg)
             self._pulled[(broker, msg.commit_log_offset)] = _Pulled(
                 msg.properties.get(Property.RETRY_TOPIC) or msg.topic, msg.msg_id, msg.reconsume_times)
             self._pulled.move_to_end((broker, msg.commit_log_offset))
         while len(self._pulled) > self.max_tracked:
             self._pulled.popitem(last=False)
-        return count
+        return messages
 
     def _sendback_answered(self, pending: _Pending, frame: WireFrame) -> None:
         header: SendBackHeader | None = pending.data
         request = pending.frame.command
         if header is None or frame.command.code != ResponseCode.SUCCESS:
             return
-        if request.version < VERSION_V3_4_9 or header.max_reconsume_times is None:
-            return  # the broker uses the group's retryMaxTimes, which the wire does not show
         pulled = self._pulled.get((pending.frame.node, header.offset))
         if pulled is None:
             return
-        try:
-            result = consumer_send_back(pulled.reconsume_times, header.delay_level, header.max_reconsume_times,
-                                        request_version=request.version, group=header.group)
-        except Exception:  # values outside what the oracle accepts: nothing certain to write
-            return
-        if result.target not in (Target.RETRY, Target.DLQ):
-            return
+        # Where the copy went and with what delay the broker decides and does not answer: left unknown.
+        max_times = header.max_reconsume_times if request.version >= VERSION_V3_4_9 else None
         self._emit(SendBack(node=pending.node, group=header.group, topic=pulled.topic, msg_id=pulled.msg_id,
-                            reconsume_times=result.reconsume_times, delay_level=result.delay_level,
-                            target=result.topic, via="broker", max_reconsume_times=header.max_reconsume_times))
+                            reconsume_times=pulled.reconsume_times + 1, delay_level=None, target=None, via="broker",
+                            max_reconsume_times=max_times))
 
     # -------------------------------------------------------------------------------------------- offsets, txns
     def _offset_commit(self, frame: WireFrame) -> None:
@@ -604,7 +621,7 @@ class WireEvents:
         if not group or not topic or queue_id is None or offset is None:
             return
         self._emit(OffsetCommit(node=frame.node, group=group, topic=topic, broker=frame.node, queue_id=queue_id,
-                                offset=offset, previous=None))
+                                offset=offset, previous=None, derived=COMMIT_REQUEST))
 
     def _end_transaction(self, conn: _Connection, command: RemotingCommand) -> None:
         header = _parsed(EndTransactionHeader.parse, command)
@@ -630,7 +647,7 @@ class WireEvents:
         if not group or times is None or not msg_id or not transaction_id:
             return
         self._emit(TxnCheck(node=frame.node, group=group, msg_id=msg_id, transaction_id=transaction_id,
-                            check_times=times, action="check"))
+                            check_times=times, action="check", derived=CHECK_REQUEST))
 
     # ---------------------------------------------------------------------------------------------------- routes
     def _route_answered(self, conn: _Connection, pending: _Pending, frame: WireFrame) -> None:

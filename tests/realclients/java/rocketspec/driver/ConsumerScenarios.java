@@ -180,6 +180,38 @@ public final class ConsumerScenarios {
         return out;
     }
 
+    /**
+     * Traffic for the wire tap (tests/test_tap_real.py): {@code count} messages (default 12) to a two-queue topic,
+     * a push consumer that fails every third message once (RECONSUME_LATER: the client sends it back, then its
+     * offset passes it) and succeeds otherwise; it runs until each message was handled once and one scheduled
+     * offset persist (every 5 s) has gone out, then shuts down (which persists the offsets again).
+     */
+    public static Map<String, Object> tapped(Ctx ctx) throws Exception {
+        String topic = ctx.name("JTap");
+        ctx.createTopic(topic, 2);
+        int count = ctx.num("count", 12);
+        DefaultMQProducer producer = ProducerScenarios.started(ctx);
+        Set<String> handled = ConcurrentHashMap.newKeySet();
+        AtomicInteger failed = new AtomicInteger();
+        push(ctx, ctx.name("CG"), topic, "*", MessageModel.CLUSTERING, (msgs, context) -> {
+            MessageExt m = msgs.get(0);
+            String b = body(m);
+            handled.add(b);
+            if (m.getReconsumeTimes() == 0 && Integer.parseInt(b.substring(1)) % 3 == 0) {
+                failed.incrementAndGet();
+                return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        send(ctx, producer, topic, "A", count, "t");
+        Ctx.await(() -> handled.size() >= count, 30000);
+        Thread.sleep(6000);
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("handled", handled.size());
+        out.put("failedOnce", failed.get());
+        return out;
+    }
+
     /** maxReconsumeTimes 2 and a listener that always fails: 3 deliveries, then the DLQ, which is write-only. */
     public static Map<String, Object> deadLetter(Ctx ctx) throws Exception {
         String topic = ctx.name("JDlq");
