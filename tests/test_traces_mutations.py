@@ -8,7 +8,14 @@ each holds every invariant. Mutations:
 - a lost put: a message acknowledged SEND_OK loses its store.put rows (a broker that answered and lost it), in the
   whole trace or in a cut of it: no_lost_message part (a) names that send.result (OFF-17);
 - a pull answer past the queue: a broker's FOUND pull.response says a next offset beyond the queue's max offset:
-  pull_oracle names that row (PULL-3).
+  pull_oracle names that row (PULL-3);
+- a duplicated resolution: a broker's txn.end that committed or rolled back a half message appears twice, with no
+  second END_TRANSACTION deciding it and no duplicating fault: transaction names the copy (TXN-11);
+- a check past the maximum: a txn.check's check_times altered past max(check_max, 1): transaction names it (TXN-22);
+- a retry moved early: a send.attempt k > 1 moved before the send.result of attempt k-1 (reordered): send_retry
+  names it (SEND-21);
+- a retry copy undelayed: a broker's send-back to %RETRY%<group> altered to delay level 0 below the maximum:
+  retry_delay_dlq names it (RETRY-8).
 
 Hypothesis picks the trace, the cut and the row; the Python checker judges each example. Spark (slow) judges a
 seeded batch of the same mutations as one directory and must give the Python checker's report.
@@ -82,6 +89,70 @@ def past_the_queue(rows: Sequence[Row], answer: Row) -> list[Row]:
     return [{**r, "next_offset": r["max_offset"] + 1} if r is answer else r for r in rows]
 
 
+def renumbered(rows: Sequence[Row]) -> list[Row]:
+    """``rows`` in their list order with seq 1, 2, ... (rows are copied; a row's identity is its position)."""
+    return [{**r, "seq": i} for i, r in enumerate(rows, start=1)]
+
+
+def resolutions(rows: Sequence[Row]) -> list[Row]:
+    """Broker-side txn.end rows that resolve a half message no producer decided twice, in a trace that does not
+    duplicate requests (the cases TXN-11 allows a second resolution)."""
+    if any(r["kind"] == "fault.inject" and r["action"] == "duplicate" for r in rows):
+        return []
+    deciding: dict[str, int] = {}
+    for r in rows:
+        if r["kind"] == "txn.end" and r.get("result") is None and r["state"] in ("COMMIT_MESSAGE", "ROLLBACK_MESSAGE"):
+            deciding[r["msg_id"]] = deciding.get(r["msg_id"], 0) + 1
+    return [r for r in rows if r["kind"] == "txn.end" and r.get("result") in ("COMMITTED", "ROLLED_BACK")
+            and deciding.get(r["msg_id"], 0) <= 1]
+
+
+def duplicated(rows: Sequence[Row], row: Row) -> tuple[list[Row], int]:
+    """``row`` twice in a row; the trace renumbered, and the copy's seq."""
+    at = next(i for i, r in enumerate(rows) if r is row)
+    out = renumbered([*rows[: at + 1], row, *rows[at + 1:]])
+    return out, at + 2
+
+
+def checks(rows: Sequence[Row]) -> list[Row]:
+    return [r for r in rows if r["kind"] == "txn.check" and r["action"] == "check"]
+
+
+def over_max(rows: Sequence[Row], check: Row) -> list[Row]:
+    """``check`` says one more check than the broker's maximum allows (TXN-22)."""
+    limit = max(15 if check.get("check_max") is None else check["check_max"], 1)
+    return [{**r, "check_times": limit + 1} if r is check else r for r in rows]
+
+
+def retries(rows: Sequence[Row]) -> list[Row]:
+    """send.attempt rows of attempt k > 1 that follow a send.result of attempt k-1 (the result to move them before)."""
+    return [r for r in rows if r["kind"] == "send.attempt" and r["attempt"] > 1
+            and any(x["kind"] == "send.result" and (x["node"], x["msg_id"], x["attempt"]) ==
+                    (r["node"], r["msg_id"], r["attempt"] - 1) and x["seq"] < r["seq"] for x in rows)]
+
+
+def retried_early(rows: Sequence[Row], attempt: Row) -> tuple[list[Row], int]:
+    """``attempt`` moved right before the send.result of the attempt it retries; the trace renumbered, and the moved
+    row's seq."""
+    result = max((x for x in rows if x["kind"] == "send.result" and (x["node"], x["msg_id"], x["attempt"]) ==
+                  (attempt["node"], attempt["msg_id"], attempt["attempt"] - 1) and x["seq"] < attempt["seq"]),
+                 key=lambda x: x["seq"])
+    rest = [r for r in rows if r is not attempt]
+    at = next(i for i, r in enumerate(rest) if r is result)
+    return renumbered([*rest[:at], attempt, *rest[at:]]), at + 1
+
+
+def retry_sendbacks(rows: Sequence[Row]) -> list[Row]:
+    """Broker-side send-backs to the group's retry topic with a level, below the maximum (RETRY-8 wants a level)."""
+    return [r for r in rows if r["kind"] == "sendback" and r["via"] == "broker" and r.get("broker") == r["node"]
+            and r.get("target") == "%RETRY%" + r["group"] and (r.get("delay_level") or 0) >= 1
+            and r["reconsume_times"] - 1 < (16 if r.get("max_reconsume_times") is None else r["max_reconsume_times"])]
+
+
+def undelayed(rows: Sequence[Row], sendback: Row) -> list[Row]:
+    return [{**r, "delay_level": 0} if r is sendback else r for r in rows]
+
+
 def violated(report: Report) -> dict[str, list[tuple[str, int]]]:
     return {r.name: [(s.get("kind"), s["seq"]) for s in r.samples] for r in report.results if r.violations}
 
@@ -123,6 +194,55 @@ def test_a_pull_answer_past_the_queue_is_caught(clean: dict[str, list[Row]], dat
     assert ("pull.response", answer["seq"]) in found.get("pull_oracle", []), found
 
 
+def _traces_with(clean: dict[str, list[Row]], candidates: Callable[[Sequence[Row]], list[Row]]) -> list[str]:
+    return sorted(name for name, rows in clean.items() if candidates(rows))
+
+
+@scaled_settings(20)
+@given(st.data())
+def test_a_duplicated_resolution_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
+    rows = clean[data.draw(st.sampled_from(_traces_with(clean, resolutions)), label="trace")]
+    end = data.draw(st.sampled_from(resolutions(rows)), label="resolution")
+    mutated, copy_seq = duplicated(rows, end)
+    found = violated(check_python(mutated))
+    assert found.get("transaction") == [("txn.end", copy_seq)], found
+
+
+@scaled_settings(20)
+@given(st.data())
+def test_a_check_past_the_maximum_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
+    rows = clean[data.draw(st.sampled_from(_traces_with(clean, checks)), label="trace")]
+    check = data.draw(st.sampled_from(checks(rows)), label="check")
+    found = violated(check_python(over_max(rows, check)))
+    assert found.get("transaction") == [("txn.check", check["seq"])], found
+
+
+@scaled_settings(20)
+@given(st.data())
+def test_a_retry_moved_before_the_result_it_follows_is_caught(clean: dict[str, list[Row]],
+                                                             data: st.DataObject) -> None:
+    rows = clean[data.draw(st.sampled_from(_traces_with(clean, retries)), label="trace")]
+    attempt = data.draw(st.sampled_from(retries(rows)), label="retry")
+    mutated, moved = retried_early(rows, attempt)
+    found = violated(check_python(mutated))
+    assert found.get("send_retry") == [("send.attempt", moved)], found
+
+
+@scaled_settings(20)
+@given(st.data())
+def test_an_undelayed_retry_copy_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
+    rows = clean[data.draw(st.sampled_from(_traces_with(clean, retry_sendbacks)), label="trace")]
+    sendback = data.draw(st.sampled_from(retry_sendbacks(rows)), label="send-back")
+    found = violated(check_python(undelayed(rows, sendback)))
+    assert ("sendback", sendback["seq"]) in found.get("retry_delay_dlq", []), found
+
+
+def test_the_clean_traces_offer_every_mutation(clean: dict[str, list[Row]]) -> None:
+    """Each mutation has rows to work on in some clean trace (else its test would have nothing to draw)."""
+    for candidates in (acked, found_answers, resolutions, checks, retries, retry_sendbacks):
+        assert _traces_with(clean, candidates), candidates.__name__
+
+
 def seeded_mutants(clean: dict[str, list[Row]], per_kind: int = 3, seed: int = 17) -> dict[str, list[Row]]:
     """A fixed batch of the mutations above, each its own trace (``<base>-<mutation>-<n>``)."""
     rng = random.Random(seed)
@@ -133,9 +253,17 @@ def seeded_mutants(clean: dict[str, list[Row]], per_kind: int = 3, seed: int = 1
         "lost_cut": lambda rows: lose_put(cut(rows, len(rows) - 1 - rng.randrange(len(rows) // 4)),
                                           rng.choice(acked(rows[: 3 * len(rows) // 4]))),
         "past": lambda rows: past_the_queue(rows, rng.choice(found_answers(rows))),
+        "resolved_twice": lambda rows: duplicated(rows, rng.choice(resolutions(rows)))[0],
+        "check_over_max": lambda rows: over_max(rows, rng.choice(checks(rows))),
+        "retry_early": lambda rows: retried_early(rows, rng.choice(retries(rows)))[0],
+        "undelayed": lambda rows: undelayed(rows, rng.choice(retry_sendbacks(rows))),
     }
+    needs: dict[str, Callable[[Sequence[Row]], list[Row]]] = {
+        "resolved_twice": resolutions, "check_over_max": checks, "retry_early": retries, "undelayed": retry_sendbacks}
     for base, rows in sorted(clean.items()):
         for kind, make in makers.items():
+            if kind in needs and not needs[kind](rows):
+                continue
             for n in range(per_kind):
                 trace_id = f"{base}-{kind}-{n}"
                 batch[trace_id] = [{**r, "trace_id": trace_id} for r in make(rows)]
@@ -158,4 +286,5 @@ def test_spark_gives_the_python_verdict_on_the_mutants(clean: dict[str, list[Row
     python, spark = check_python(source), check_spark(source, master="local[2]")
     assert summary(spark) == summary(python)
     caught = {str(s["trace_id"]).rsplit("-", 1)[0] for r in python.results for s in r.samples}
-    assert {f"{base}-{kind}" for base in clean for kind in ("lost", "lost_cut", "past")} <= caught, caught
+    made = {str(trace_id).rsplit("-", 1)[0] for trace_id in seeded_mutants(clean)}
+    assert {m for m in made if not m.endswith("-cut")} <= caught, (made, caught)
