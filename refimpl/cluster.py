@@ -16,12 +16,17 @@ Brokers are named ``broker-a``, ``broker-b``, …; every client gets its own cli
 
 ``acl=PATH`` turns plain ACL on at every broker (``aclEnable`` with that ``plain_acl.yml``, ``refimpl/acl.py``); the
 clients then sign with ``access_key=`` / ``secret_key=`` (``ClientConfig``), as ``AclClientRPCHook`` does.
+
+``wire_codec="json"`` (or ``"rocketmq"``, the binary header) passes every command of the in-process network through
+the frame codec as it arrives, so components see only what a socket carries (strings for header fields, no body
+for an empty one), as under ``rocketspec serve``; the stateful machines run with it.
 """
 
 from __future__ import annotations
 
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +44,7 @@ from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.client.push_consumer import PushConsumer
 from rocketspec.refimpl.client.transaction import TransactionProducer
 from rocketspec.refimpl.events import BrokerRestart, Event, EventLog
+from rocketspec.refimpl.frame import WIRE_CODECS, round_trip
 from rocketspec.refimpl.message import MessageExt, decode_stored_message
 from rocketspec.refimpl.namesrv import NameServer
 from rocketspec.refimpl.remoting import Faults, Network
@@ -109,6 +115,7 @@ class Cluster:
         broker_addrs: Sequence[str] | None = None,
         acl: str | Path | AclConfig | None = None,
         runtime: Runtime | None = None,
+        wire_codec: str | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -140,7 +147,10 @@ class Cluster:
         self.recorder: TraceRecorder | None = None
         if trace_dir is not None:
             self.recorder = self.record(trace_dir, trace_id=trace_id, fmt=trace_format, keep_events=None)
-        self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0)
+        if wire_codec not in (None, *WIRE_CODECS):
+            raise ValueError(f"wire_codec must be one of {', '.join(WIRE_CODECS)}, not {wire_codec!r}")
+        self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0,
+                               wire=None if wire_codec is None else partial(round_trip, WIRE_CODECS[wire_codec]))
         # The addresses brokers register and clients dial; a TCP server binds real ports and passes them in.
         self.namesrv_addr = namesrv_addr or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
         self._broker_addrs = list(broker_addrs) if broker_addrs is not None else None

@@ -201,6 +201,16 @@ def decode(frame: bytes) -> tuple[RemotingCommand, SerializeType]:
     return RemotingCommand(body=body, **header), SerializeType(kind)
 
 
+#: ``Cluster(wire_codec=...)``: the header serializations a simulated network can round-trip every command through.
+WIRE_CODECS: dict[str, SerializeType] = {"json": SerializeType.JSON, "rocketmq": SerializeType.ROCKETMQ}
+
+
+def round_trip(serialize: SerializeType, command: RemotingCommand) -> RemotingCommand:
+    """``command`` as the far end of a socket reads it: encoded to a frame and decoded again (header fields become
+    strings, an empty body none, what the header cannot carry is gone)."""
+    return decode(encode(command, serialize)[4:])[0]
+
+
 class FrameReader:
     """Splits a byte stream into frames (each without its length prefix), enforcing the 16 MiB limit."""
 

@@ -517,7 +517,7 @@ class _ClientChannel:
         def arrive() -> None:
             future = conn.server_pending.pop(response.opaque, None)
             if future is not None and conn.open:
-                future.set_result(response)
+                future.set_result(conn.network.wire(response))
 
         conn.network.runtime.call_later(latency, arrive)
 
@@ -554,17 +554,25 @@ class _Endpoint:
         return out
 
 
+def _as_is(command: RemotingCommand) -> RemotingCommand:
+    return command
+
+
 class Network:
     """The in-process transport of a simulated or real cluster.
 
     Servers ``listen`` on an address; clients get a ``RemotingClient`` from ``client``. Each direction of each
-    delivery takes ``latency_ms`` on the runtime's clock, plus any fault delay.
+    delivery takes ``latency_ms`` on the runtime's clock, plus any fault delay. ``wire``, when given, is applied to
+    every command as it arrives (request or response, either way): a round trip through the frame codec makes the
+    in-process network carry only what bytes on a socket carry (``Cluster(wire_codec=...)``).
     """
 
-    def __init__(self, runtime: Runtime, events: EventLog | None = None, latency_ms: int = 1) -> None:
+    def __init__(self, runtime: Runtime, events: EventLog | None = None, latency_ms: int = 1,
+                 wire: Callable[[RemotingCommand], RemotingCommand] | None = None) -> None:
         self.runtime = runtime
         self.events = events
         self.latency_ms = latency_ms
+        self.wire: Callable[[RemotingCommand], RemotingCommand] = wire if wire is not None else _as_is
         self.faults = Faults(runtime, events)
         self._listeners: dict[str, _Listener] = {}
         self._connections: dict[tuple[str, str], _Connection] = {}
@@ -676,7 +684,7 @@ class Network:
     def _arrive_request(self, conn: _Connection, request: RemotingCommand, extra: int, drop_response: bool) -> None:
         if not conn.open:
             return
-        response = conn.server.server.handle(request, conn.server_side)
+        response = conn.server.server.handle(self.wire(request), conn.server_side)
         if response is not None and not request.is_oneway and not drop_response:
             self._deliver_response(conn, response, extra)
 
@@ -689,7 +697,7 @@ class Network:
             return
         entry = conn.client.pending.pop(response.opaque, None)
         if entry is not None:
-            entry[1].set_result(response)
+            entry[1].set_result(self.wire(response))
 
     def _server_to_client(
         self,
@@ -711,7 +719,7 @@ class Network:
             handler = conn.client.handler
             if not conn.open or handler is None:
                 return
-            response = handler.handle(request, conn.client_side)
+            response = handler.handle(self.wire(request), conn.client_side)
             if response is not None and not request.is_oneway:
                 conn.client_side.send_response(response)
 

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
+from rocketspec.refimpl import Cluster, Message
+from rocketspec.refimpl.frame import WIRE_CODECS, FrameError, FrameReader, decode, encode, round_trip
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import MAX_FRAME_BYTES, LanguageCode, RequestCode, SerializeType
 
@@ -380,3 +381,31 @@ streams = st.one_of(
 def test_arbitrary_bytes_raise_only_frame_error(parts: list[bytes], chunk: int) -> None:
     stream = b"".join(parts)
     read_all([stream[i:i + chunk] for i in range(0, len(stream), chunk)])
+
+
+# ------------------------------------------------------------------------------------ the simulated network's codec
+
+
+@pytest.mark.parametrize("codec", ["json", "rocketmq"])
+def test_a_cluster_with_the_wire_codec_hands_servers_what_a_socket_carries(codec: str) -> None:
+    """``Cluster(wire_codec=...)``: the broker sees header fields as text, as it would read them off a socket, and the
+    run behaves as without the codec (the stateful machines run this way)."""
+    seen: list[RemotingCommand] = []
+    with Cluster(brokers=1, seed=3, wire_codec=codec) as cluster:
+        cluster.create_topic("T", queues=1)
+        broker = cluster.broker("broker-a")
+        handle = broker.handle
+
+        def spy(request: RemotingCommand, channel: object) -> RemotingCommand | None:
+            seen.append(request)
+            return handle(request, channel)
+
+        broker.handle = spy  # type: ignore[method-assign]
+        result = cluster.producer("PG").send(Message("T", b"x", tags="A"))
+    assert result.status.name == "SEND_OK"
+    sends = [r for r in seen if r.code == RequestCode.SEND_MESSAGE_V2]
+    assert sends and all(isinstance(v, str) for r in sends for v in r.ext_fields.values())
+    command = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"a": "PG", "e": 3}, body=b"")
+    assert round_trip(WIRE_CODECS[codec], command).ext_fields == {"a": "PG", "e": "3"}
+    with pytest.raises(ValueError, match="wire_codec must be one of json, rocketmq"):
+        Cluster(brokers=1, wire_codec="xml")

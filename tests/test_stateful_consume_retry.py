@@ -132,7 +132,7 @@ class ConsumeRetryMachine(RuleBasedStateMachine):
     def start(self, seed: int, max_times: int) -> None:
         """One broker, topic T (1 queue), a producer and a clustering push consumer with ``maxReconsumeTimes``."""
         self.max_times = max_times
-        self.cluster = Cluster(brokers=1, clock="simulated", seed=seed, keep_events=True)
+        self.cluster = Cluster(brokers=1, clock="simulated", wire_codec="json", seed=seed, keep_events=True)
         self.cluster.create_topic(TOPIC, queues=1)
         self.producer = self.cluster.producer("PG")
         self.consumer = self.cluster.push_consumer(

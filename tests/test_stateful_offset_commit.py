@@ -126,7 +126,8 @@ class OffsetCommitMachine(RuleBasedStateMachine):
     def setup(self, queues: int, messages: int, pull_batch: int) -> None:
         """``messages`` per queue are stored before the consumers start, as in the spec's model; two consumers
         share the queues (the group's retry queue included) from the start."""
-        self.cluster = cluster = Cluster(brokers=1, clock="simulated", seed=5, flush="sync", keep_events=True)
+        self.cluster = cluster = Cluster(
+            brokers=1, clock="simulated", wire_codec="json", seed=5, flush="sync", keep_events=True)
         self.broker_started = cluster.now_ms()
         cluster.create_topic(TOPIC, queues=queues)
         self.queues = queues

@@ -159,7 +159,8 @@ class PullCorrectionMachine(RuleBasedStateMachine):
         """The cluster, the hooks, the topic, the producer, the raw client and (``start``) the consumer."""
         self.expression = expression
         self.from_where = from_where
-        self.cluster = Cluster(brokers=1, clock="simulated", seed=seed, keep_events=True, segment_bytes=SEGMENT_BYTES)
+        self.cluster = Cluster(brokers=1, clock="simulated", seed=seed, keep_events=True, segment_bytes=SEGMENT_BYTES,
+                               wire_codec="json")
         self.broker = self.cluster.broker(BROKER)
         self.broker.store.cq_segment_entries = CQ_FILE_ENTRIES  # before any consume queue exists
         self._watch_broker(self.broker)

@@ -175,7 +175,7 @@ class RebalanceMachine(RuleBasedStateMachine):
         """The cluster, the lock hooks, the topic, the producer and the first consumers."""
         self.strategy = strategy
         self.orderly = orderly
-        self.cluster = Cluster(brokers=brokers, clock="simulated", seed=seed, keep_events=True)
+        self.cluster = Cluster(brokers=brokers, clock="simulated", wire_codec="json", seed=seed, keep_events=True)
         self.cluster.events.subscribe(self._on_event)
         for broker in self.cluster.brokers.values():
             self._watch_locks(broker)

@@ -144,7 +144,7 @@ class SendRetryMachine(RuleBasedStateMachine):
               retry_another: tuple[bool, bool], counters: tuple[int, int, int, int]) -> None:
         """Producer 0 sends with sendLatencyFaultEnable off, producer 1 with it on; the other options and the
         random starts of their round-robin counters (queue selection, whichItemWorst) are drawn for each."""
-        self.cluster = Cluster(brokers=brokers, clock="simulated", seed=11, keep_events=True)
+        self.cluster = Cluster(brokers=brokers, clock="simulated", wire_codec="json", seed=11, keep_events=True)
         self.cluster.create_topic(TOPIC, queues=queues)
         self.statuses = {name: StatusAnswers(b) for name, b in self.cluster.brokers.items()}
         self.names = sorted(self.cluster.brokers)

@@ -99,6 +99,8 @@ SUBSCRIPTIONS = {"G0": ("T0", "T1"), "G1": ("T0",)}
 MAX_RECONSUME = 2  # maxReconsumeTimes of every consumer: the DLQ after 3 failed deliveries (RETRY-6, RETRY-7)
 MAX_CONSUMERS = 3
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
+# The network's frame codec round trip (Cluster(wire_codec=...)): mostly on, as components see commands under serve.
+WIRE_CODECS = ("json", "rocketmq", "json", None)
 # Request codes a fault may hit; the ones on the paths of messages and offsets are listed twice (drawn more often).
 FAULT_REQUESTS = (
     "SEND_MESSAGE", "SEND_MESSAGE", "PULL_MESSAGE", "CONSUMER_SEND_MSG_BACK", "CONSUMER_SEND_MSG_BACK",
@@ -178,11 +180,13 @@ class SystemMachine(RuleBasedStateMachine):
     # ============================================================================================== set-up
     @initialize(seed=st.integers(0, 2**16), orderly=st.booleans(),
                 strategy0=st.sampled_from(STRATEGIES), strategy1=st.sampled_from(STRATEGIES),
-                consumers0=st.integers(1, MAX_CONSUMERS), consumers1=st.integers(1, MAX_CONSUMERS))
+                consumers0=st.integers(1, MAX_CONSUMERS), consumers1=st.integers(1, MAX_CONSUMERS),
+                codec=st.sampled_from(WIRE_CODECS))
     def start(self, seed: int, orderly: bool, strategy0: str, strategy1: str, consumers0: int,
-              consumers1: int) -> None:
+              consumers1: int, codec: str | None) -> None:
         """The cluster, both producers, and ``consumers0`` / ``consumers1`` consumers of G0 / G1 (G1 orderly or
-        not, each group with its allocation strategy)."""
+        not, each group with its allocation strategy); every command goes through the frame codec (JSON or binary
+        header) unless ``codec`` is None."""
         self.strategy = {"G0": strategy0, "G1": strategy1}
         self.orderly = {"G0": False, "G1": orderly}
         self.fail_below = {g: 0 for g in GROUPS}  # the listener fails deliveries with reconsumeTimes below this
@@ -218,7 +222,7 @@ class SystemMachine(RuleBasedStateMachine):
         self.settles = 0
 
         self.cluster = Cluster(brokers=len(BROKERS), clock="simulated", seed=seed, flush="sync",
-                               segment_bytes=4096, keep_events=True)
+                               segment_bytes=4096, keep_events=True, wire_codec=codec)
         self.cluster.events.subscribe(self._on_event)
         for topic, queues in TOPICS.items():
             self.cluster.create_topic(topic, queues=queues)

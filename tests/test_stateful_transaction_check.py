@@ -56,6 +56,8 @@ BROKER = "broker-a"
 PRODUCER_GROUP = "PG"
 CONSUMER_GROUP = "CG"
 MAX_MESSAGES = 4
+#: The network round-trips every command through the frame codec, as a socket would.
+WIRE_CODEC = "json"
 _KIND_NAMES = {TRANSACTION_NOT_TYPE: "UNKNOW", TRANSACTION_COMMIT_TYPE: "COMMIT", TRANSACTION_ROLLBACK_TYPE: "ROLLBACK"}
 
 
@@ -137,8 +139,9 @@ class TransactionCheckMachine(RuleBasedStateMachine):
     def start(self, seed: int, interval: int, timeout: int, check_max: int) -> None:
         """One broker checking every ``interval`` ms with transactionTimeOut ``timeout`` and ``check_max``."""
         self.interval, self.timeout, self.check_max = interval, timeout, check_max
-        self.cluster = Cluster(brokers=1, clock="simulated", seed=seed, transaction_check_interval_ms=interval,
-                               transaction_timeout_ms=timeout, transaction_check_max=check_max)
+        self.cluster = Cluster(brokers=1, clock="simulated", wire_codec=WIRE_CODEC, seed=seed,
+                               transaction_check_interval_ms=interval, transaction_timeout_ms=timeout,
+                               transaction_check_max=check_max)
         self.cluster.events.subscribe(self._on_event)
         self.cluster.create_topic(TOPIC, queues=1)
         self._hook_broker()
