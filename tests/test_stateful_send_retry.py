@@ -83,6 +83,7 @@ class Sent:
     mode: CommunicationMode
     value: Any
     error: BaseException | None
+    answered_ms: int  # when the caller got it (simulated clock)
 
 
 def _failure_kind(event: SendResultEvent) -> spec.Failure:
@@ -258,9 +259,10 @@ class SendRetryMachine(RuleBasedStateMachine):
                 value = producer.send_oneway(msg)
         except (MQClientError, MQBrokerError, RemotingError) as failure:
             error = failure
+        answered = cluster.now_ms()
         events = [e for e in cluster.events.events[first_event:]
                   if isinstance(e, (SendAttempt, SendResultEvent)) and e.node == producer.client_id]
-        self._replay(tracked, mode, start, counters, events, Sent(mode, value, error))
+        self._replay(tracked, mode, start, counters, events, Sent(mode, value, error, answered))
 
     @classmethod
     def _begin(cls, tracked: Tracked, mode: CommunicationMode, start: int, counters: tuple[int, int]
@@ -319,6 +321,13 @@ class SendRetryMachine(RuleBasedStateMachine):
             f"SEND-1/SEND-3/SEND-4: the implementation stopped after {state.attempts} attempt(s) but the spec "
             f"would go on: {state!r}")
         tracked.state = state
+        if mode is CommunicationMode.SYNC:
+            # Each attempt waits only for what is left of the budget, so the caller has its answer (a result or the
+            # failure) within it, whatever the attempts met (SEND-2, on the answer).
+            spent = sent.answered_ms - start
+            assert spent <= state.config.timeout_ms, (
+                f"SEND-2: the caller got its answer {spent} ms into the send, past the {state.config.timeout_ms} ms "
+                f"budget ({state.attempts} attempt(s))")
         self._check_outcome(state, sent)
         self._check_selector_state(tracked, state)
 
@@ -434,6 +443,10 @@ MUTANTS = {
         latency_module, "if latency >= self.latency_max[i]:\n                return self.not_available_duration[i]",
         "if latency >= self.latency_max[i]:\n                return self.not_available_duration[i - 1]",
         ("SEND-15",),
+    ),
+    "attempt_waits_the_whole_budget": (
+        producer_module, "self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,",
+        "self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout, self.times + 1,", ("SEND-2",),
     ),
     "async_retries_broker_errors": (
         producer_module, "self._on_exception(broker, mq, failure, False, timeout_ms - cost, begin)",
