@@ -49,7 +49,10 @@ def _functions(namespace: dict[str, object], module_name: str, prefix: str = "")
     """Plain functions and methods defined in a module (by qualified name), including properties' getters."""
     found: dict[str, object] = {}
     for name, value in namespace.items():
-        if inspect.isfunction(value) and value.__module__ == module_name:
+        wrapped = getattr(value, "__wrapped__", None)  # a functools.lru_cache (or other wraps) of a function
+        if not inspect.isfunction(value) and inspect.isfunction(wrapped) and wrapped.__module__ == module_name:
+            found[prefix + name] = wrapped
+        elif inspect.isfunction(value) and value.__module__ == module_name:
             found[prefix + name] = value
         elif isinstance(value, (staticmethod, classmethod)) and inspect.isfunction(value.__func__):
             found[prefix + name] = value.__func__
@@ -87,12 +90,19 @@ class refimpl_mutant:
                 self._swaps.append((target, target.__code__, func.__code__))
         if not self._swaps:
             raise AssertionError(f"mutation {old!r} -> {new!r} changes no function of {module.__name__}")
+        # Caches in front of a swapped function hold results of the other code: emptied on the way in and out.
+        self._caches = [v for v in vars(module).values() if callable(getattr(v, "cache_clear", None))
+                        and any(getattr(v, "__wrapped__", None) is target for target, _o, _n in self._swaps)]
 
     def __enter__(self) -> refimpl_mutant:
         for target, _old, new in self._swaps:
             target.__code__ = new
+        for cache in self._caches:
+            cache.cache_clear()
         return self
 
     def __exit__(self, *exc: object) -> None:
         for target, old, _new in self._swaps:
             target.__code__ = old
+        for cache in self._caches:
+            cache.cache_clear()

@@ -3,7 +3,9 @@
 ``SystemMachine`` drives a simulated ``Cluster`` of 2 brokers (flush ``sync``, small commit-log segments) with topics
 ``T0`` (2 queues per broker) and ``T1`` (1 queue per broker), a plain producer ``PG``, a transactional producer
 ``TPG`` and push consumers (clustering) of two groups: ``G0`` (concurrent, subscribes T0 and T1) and ``G1``
-(concurrent or orderly, drawn at start; subscribes T0). Rules: sends (sync, async, batch, delay levels), transactions
+(concurrent or orderly, drawn at start; subscribes T0 with ``TagB || TagNeg``, TagNeg's Java hash code negative).
+Every command crosses the frame codec (JSON or binary header, drawn; or none). Rules: sends (sync, async, batch,
+tags, delay levels up to 18 and one past it), transactions
 with every executor / check-back outcome, listener outcomes (success or RECONSUME_LATER for the first n deliveries),
 consumers joining, leaving and crashing, broker crash-restart (with or without time down), deletion of the oldest
 commit-log segments, faults (fail, drop, lost response, duplicate) on any client request code, time passing, and
@@ -14,8 +16,10 @@ emitted) and through a recording allocation strategy; the checks are the spec's 
 of its clauses:
 
 - no acknowledged message is lost (OFF-17, OFF-19, RETRY-7, RETRY-27, TXN-22): at ``settle`` every SEND_OK message
-  (every committed transaction) was consumed successfully by every subscribed group or is in the group's DLQ, unless
-  the data holding it was deleted (PULL-3, PULL-6) or its half message discarded (TXN-23);
+  (every committed transaction) was consumed successfully by every group whose subscription selects its tags or is
+  in the group's DLQ, unless the data holding it was deleted (PULL-3, PULL-6) or its half message discarded (TXN-23);
+- a group gets only messages its subscription selects (FILTER-2, FILTER-3), and a delayed send reaches its topic no
+  earlier than its level's delay after it was parked, a level past the table's being its last (RETRY-2, RETRY-3);
 - a committed offset passes only handled messages (OFF-17): consumed successfully, handed to the retry topic / DLQ,
   or deleted;
 - duplicates only for an allowed cause (OFF-12, OFF-17, REB-20, TXN-11, SEND-2, SEND-3): a message consumed
@@ -57,9 +61,11 @@ from mutation import refimpl_mutant
 from stateful_support import hypothesis_finds_failure, stateful_settings
 
 from rocketspec.refimpl import Cluster, ConsumeStatus, Message, NotIdle, SendStatus, TransactionState
+from rocketspec.refimpl import store as refimpl_store
 from rocketspec.refimpl.broker import transaction as refimpl_transaction
 from rocketspec.refimpl.client import allocate as refimpl_allocate
 from rocketspec.refimpl.client import consume_service as refimpl_consume_service
+from rocketspec.refimpl.client import consumer_config as refimpl_consumer_config
 from rocketspec.refimpl.client import latency as refimpl_latency
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError
 from rocketspec.refimpl.client.push_consumer import PushConsumer
@@ -77,7 +83,7 @@ from rocketspec.refimpl.events import (
     TxnEnd,
 )
 from rocketspec.refimpl.remoting import RemotingError
-from rocketspec.spec import pull_correction, send_retry
+from rocketspec.spec import consume_retry, message_filter, pull_correction, send_retry
 from rocketspec.spec import rebalance as spec_rebalance
 from rocketspec.spec.protocol import (
     PERM_READ,
@@ -96,6 +102,10 @@ BROKERS = ("broker-a", "broker-b")
 TOPICS = {"T0": 2, "T1": 1}  # queues per broker
 GROUPS = ("G0", "G1")
 SUBSCRIPTIONS = {"G0": ("T0", "T1"), "G1": ("T0",)}
+# Tags sends draw from; TagNeg's Java hashCode is negative (-1797390410), the tags code a consume queue keeps for it.
+TAGS = ("TagA", "TagB", "TagNeg")
+# Subscription expressions per group and topic: G1 filters by tag (the broker by hash code, the client by name).
+EXPRESSIONS = {"G0": {"T0": "*", "T1": "*"}, "G1": {"T0": "TagB || TagNeg"}}
 MAX_RECONSUME = 2  # maxReconsumeTimes of every consumer: the DLQ after 3 failed deliveries (RETRY-6, RETRY-7)
 MAX_CONSUMERS = 3
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
@@ -123,6 +133,12 @@ def benchmark_notes() -> str:
     """What benchmarks/stateful_steps.py prints after running this module's machine: the redeliveries by cause."""
     causes = ", ".join(f"{cause} {n}" for cause, n in DUPLICATE_CAUSES.most_common()) or "none"
     return f"redeliveries of consumed messages by allowed cause: {causes}"
+
+
+def _selects(group: str, topic: str, tags: str | None) -> bool:
+    """Whether ``group``'s subscription of ``topic`` selects a message tagged ``tags`` (FILTER: by name at the client;
+    the broker's hash-code filter passes at least these). A group's retry topic is subscribed with ``*``."""
+    return message_filter.client_tag_matches(EXPRESSIONS[group].get(topic, "*"), tags)
 
 
 class _Strategy:
@@ -167,6 +183,8 @@ class _Sent:
     msg_id: str | None = None
     acked: bool = False
     txn: _Txn | None = None
+    tags: str | None = None
+    delay_level: int = 0
 
 
 class SystemMachine(RuleBasedStateMachine):
@@ -202,10 +220,11 @@ class SystemMachine(RuleBasedStateMachine):
         self.exempt: dict[tuple[str, str], str] = {}
         self.copies: Counter[tuple[str, str]] = Counter()  # (topic, msg id) -> stored copies
         self.origin: dict[str, int] = {}  # msg id -> when it was first stored in its topic
+        self.parked: dict[str, int] = {}  # msg id -> when (ms) it was first stored in the schedule topic
         self.origin_queue: dict[str, MessageQueue] = {}  # msg id -> the queue it was first stored in
         self.overlaps: dict[tuple[str, MessageQueue], list[list[Any]]] = {}  # [start, end or None] seqs
         self.records: dict[str, list[tuple[int, str, str]]] = defaultdict(list)  # broker -> (clo, topic, msg id)
-        self.queue_msgs: dict[tuple[str, str, int], dict[int, tuple[str, int]]] = defaultdict(dict)
+        self.queue_msgs: dict[tuple[str, str, int], dict[int, tuple[str, int, str | None]]] = defaultdict(dict)
         self.verified: dict[tuple[str, str, str, int], int] = {}
         self.commit_history: dict[tuple[str, str, str, int], list[tuple[int, int]]] = defaultdict(list)
         self.disturb_seq: list[int] = []
@@ -276,13 +295,14 @@ class SystemMachine(RuleBasedStateMachine):
     def _start_consumer(self, group: str) -> None:
         assert self.cluster is not None
         consumer = self.cluster.push_consumer(
-            group, {t: "*" for t in SUBSCRIPTIONS[group]}, self._listener(group),
+            group, dict(EXPRESSIONS[group]), self._listener(group),
             consume_from_where="CONSUME_FROM_FIRST_OFFSET", max_reconsume_times=MAX_RECONSUME,
             orderly=self.orderly[group], allocate_strategy=_Strategy(self.strategy[group], self._on_allocate))
         self.live[group].append(consumer)
 
-    def _groups_of(self, topic: str) -> list[str]:
-        return [g for g in GROUPS if topic in SUBSCRIPTIONS[g]]
+    def _groups_of(self, topic: str, tags: str | None) -> list[str]:
+        """The groups a message of ``topic`` tagged ``tags`` is for: subscribed, their expression selecting it."""
+        return [g for g in GROUPS if topic in SUBSCRIPTIONS[g] and _selects(g, topic, tags)]
 
     # ============================================================================================== application code
     def _listener(self, group: str) -> Callable[[list[Any]], ConsumeStatus]:
@@ -305,6 +325,9 @@ class SystemMachine(RuleBasedStateMachine):
                     self._violate(f"{group} got a message nobody sent: {key!r}")
                 elif sent.txn is not None and sent.txn.decision() is not TransactionState.COMMIT_MESSAGE:
                     self._violate(f"TXN-22: {group} got {key} whose transaction was not committed ({sent.txn})")
+                elif not _selects(group, sent.topic, msg.tags):
+                    self._violate(f"FILTER-2/FILTER-3: {group} subscribes {sent.topic} with "
+                                  f"{EXPRESSIONS[group][sent.topic]!r} and got {key} tagged {msg.tags!r}")
                 if msg.reconsume_times < self.fail_below[group]:
                     status = ConsumeStatus.RECONSUME_LATER
             if status is ConsumeStatus.CONSUME_SUCCESS:
@@ -390,13 +413,24 @@ class SystemMachine(RuleBasedStateMachine):
 
     def _on_stored(self, ev: MessageStored) -> None:
         self.copies[(ev.topic, ev.msg_id)] += 1
+        if ev.topic == SCHEDULE_TOPIC:
+            self.parked.setdefault(ev.msg_id, ev.ts_ms)
+        elif ev.topic in TOPICS and ev.msg_id in self.parked:
+            # RETRY-2 / RETRY-3: a delayed send reaches its topic no earlier than its level's delay after it was
+            # parked (a level above the table's is its last, 2 h).
+            sent = self.sent.get(self.key_of.get(ev.msg_id, ""))
+            if sent is not None and sent.delay_level >= 1:
+                due = self.parked[ev.msg_id] + consume_retry.delay_millis(sent.delay_level)
+                if ev.ts_ms < due:
+                    self._violate(f"RETRY-3: {sent.key} (delay level {sent.delay_level}) stored in {ev.topic} "
+                                  f"{due - ev.ts_ms} ms before it was due")
         if ev.topic in TOPICS:
             self.copies[("", ev.msg_id)] += 1  # copies in any user topic
             self.origin.setdefault(ev.msg_id, self.seq)
             self.origin_queue.setdefault(ev.msg_id, MessageQueue(ev.topic, ev.broker, ev.queue_id))
         self.records[ev.broker].append((ev.commit_log_offset, ev.topic, ev.msg_id))
         if ev.topic in TOPICS or ev.topic.startswith("%RETRY%"):
-            self.queue_msgs[(ev.broker, ev.topic, ev.queue_id)][ev.offset] = (ev.msg_id, self.seq)
+            self.queue_msgs[(ev.broker, ev.topic, ev.queue_id)][ev.offset] = (ev.msg_id, self.seq, ev.tags)
         if ev.topic in TOPICS:
             sent = self.sent.get(self.key_of.get(ev.msg_id, ""))
             if sent is not None and sent.txn is not None and sent.txn.decision() is not TransactionState.COMMIT_MESSAGE:
@@ -442,10 +476,11 @@ class SystemMachine(RuleBasedStateMachine):
             entry = stored.get(offset)
             if entry is None:
                 continue  # not a message of this run (or not stored yet: the offset runs ahead of nothing)
-            mid, stored_seq = entry
+            mid, stored_seq, tags = entry
             g = ev.group
             handled = (
                 (g, mid) in self.success or (g, mid) in self.dlq or (g, mid) in self.exempt
+                or (not retry and not _selects(g, ev.topic, tags))  # filtered out: not the group's to consume
                 or any(s > stored_seq or not retry for s in self.sendbacks.get((g, mid), ()))
             )
             if not handled:
@@ -548,9 +583,9 @@ class SystemMachine(RuleBasedStateMachine):
 
     # ============================================================================================== rules: sending
     @rule(topic=st.sampled_from(sorted(TOPICS)), mode=st.sampled_from(("sync", "async", "batch")),
-          delay_level=st.sampled_from((0, 0, 1, 3)), count=st.integers(1, 3),
-          first_fails=st.sampled_from((False, False, True)))
-    def send(self, topic: str, mode: str, delay_level: int, count: int, first_fails: bool) -> None:
+          delay_level=st.sampled_from((0, 0, 0, 1, 3, 7, 18, 20)), count=st.integers(1, 3),
+          first_fails=st.sampled_from((False, False, True)), tags=st.sampled_from(TAGS))
+    def send(self, topic: str, mode: str, delay_level: int, count: int, first_fails: bool, tags: str) -> None:
         """``count`` plain sends: SYNC, ASYNC (acknowledged when the callback sees SEND_OK) or one batch of
         ``count``; sync and async sends carry ``delay_level`` (RETRY-2, RETRY-3; a batch has none). With
         ``first_fails`` the producer's next attempt gets SYSTEM_ERROR (retried in SYNC, SEND-4; ends an ASYNC send,
@@ -560,10 +595,10 @@ class SystemMachine(RuleBasedStateMachine):
             self.cluster.faults.fail("*", "SEND_MESSAGE", code="SYSTEM_ERROR", times=1,
                                      client=self.producer.client_id)
         if mode == "batch":
-            msgs = [Message(topic, self._body(self._next_key())) for _ in range(count)]
+            msgs = [Message(topic, self._body(self._next_key()), tags=tags) for _ in range(count)]
             for m in msgs:
                 key = self._key(m.body)
-                self.sent[key] = _Sent(key, topic, "batch")
+                self.sent[key] = _Sent(key, topic, "batch", tags=tags)
             try:
                 result = self.producer.send_batch(msgs)
             except _SEND_ERRORS:
@@ -574,8 +609,8 @@ class SystemMachine(RuleBasedStateMachine):
             return
         for _ in range(count):
             key = self._next_key()
-            msg = Message(topic, self._body(key), delay_level=delay_level)
-            self.sent[key] = _Sent(key, topic, f"{mode}/delay{delay_level}")
+            msg = Message(topic, self._body(key), delay_level=delay_level, tags=tags)
+            self.sent[key] = _Sent(key, topic, f"{mode}/delay{delay_level}", tags=tags, delay_level=delay_level)
             if mode == "sync":
                 try:
                     result = self.producer.send(msg)
@@ -782,12 +817,12 @@ class SystemMachine(RuleBasedStateMachine):
             mid = sent.msg_id
             if mid in self.discarded:
                 continue
-            for group in self._groups_of(sent.topic):
+            for group in self._groups_of(sent.topic, sent.tags):
                 key = (group, mid)
                 if key in self.success or key in self.dlq or key in self.exempt:
                     continue
-                lost.append(f"no loss: acknowledged {sent.key} ({sent.how}, {mid}) in {sent.topic} never consumed by "
-                            f"{group} nor in its DLQ (listener fails below {self.fail_below[group]})")
+                lost.append(f"OFF-17 (no loss): acknowledged {sent.key} ({sent.how}, {mid}) in {sent.topic} never "
+                            f"consumed by {group} nor in its DLQ (listener fails below {self.fail_below[group]})")
         return lost
 
     # ============================================================================================== invariants
@@ -875,6 +910,11 @@ MUTANT_EXAMPLES, MUTANT_STEPS = 60, 30
                      "            ack_index = len(msgs) - 1\n", "OFF-17", id="failed-message-acknowledged"),
         pytest.param(refimpl_latency, "if mq.broker_name != last_broker:", "if mq.broker_name == last_broker:",
                      "SEND-13", id="retry-to-the-same-broker"),
+        pytest.param(refimpl_consumer_config, "data.code_set.add(java_string_hash(trimmed))",
+                     "data.code_set.add(java_string_hash(trimmed) & 0xFFFFFFFF)", "OFF-17",
+                     id="negative-tag-hash-unsigned-in-the-subscription"),
+        pytest.param(refimpl_store, "level = min(int(text), len(delays))", "level = min(int(text), len(delays) - 1)",
+                     "RETRY-3", id="top-delay-level-clamped-one-too-low"),
     ],
 )
 def test_system_machine_catches_mutant(module: Any, old: str, new: str, clause: str) -> None:
