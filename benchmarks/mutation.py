@@ -100,17 +100,17 @@ class MutationError(RuntimeError):
     """The run cannot go on (no git, no cosmic-ray, the map's test run failed)."""
 
 
-def git_head() -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True, capture_output=True,
-                          text=True).stdout.strip()
+def git_commit(rev: str = "HEAD") -> str:
+    return subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=ROOT, check=True,
+                          capture_output=True, text=True).stdout.strip()
 
 
-def make_copy(dest: Path) -> None:
-    """The committed tree at ``dest``, and ``dest/_import/rocketspec`` laid out as the installed package."""
+def make_copy(dest: Path, commit: str) -> None:
+    """The tree of ``commit`` at ``dest``, laid out so that ``import rocketspec`` there loads it."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", "HEAD"], cwd=ROOT, check=True, capture_output=True).stdout
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     # `python -m pytest` puts the working directory first on sys.path, so the copy's own rocketspec/ is the package
     # there: the subpackages the install maps from the top-level folders are linked into it.
@@ -131,7 +131,7 @@ def copy_env(copy: Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------- the test map
 
 
-def build_map(copy: Path, out: Path) -> dict[str, Any]:
+def build_map(copy: Path, out: Path, commit: str) -> dict[str, Any]:
     """Run the suite under coverage with per-test contexts; ``{"lines": {path: {line: [test]}}, "times": ...}``."""
     times = copy / "times.jsonl"
     times.unlink(missing_ok=True)
@@ -169,7 +169,7 @@ def build_map(copy: Path, out: Path) -> dict[str, Any]:
     for raw in times.read_text().splitlines() if times.exists() else ():
         nodeid, seconds = json.loads(raw)
         durations[nodeid] = durations.get(nodeid, 0.0) + seconds
-    result = {"commit": git_head(), "lines": {p: {n: sorted(t) for n, t in ls.items()} for p, ls in lines.items()},
+    result = {"commit": commit, "lines": {p: {n: sorted(t) for n, t in ls.items()} for p, ls in lines.items()},
               "imported": {p: sorted(ls) for p, ls in imported.items()}, "times": durations}
     out.write_text(json.dumps(result))
     return result
@@ -437,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--work", type=Path, default=ROOT / ".mutation")
     parser.add_argument("--rerun", type=Path, help="rerun the survivors of an earlier result file")
+    parser.add_argument("--commit", default="HEAD", help="the commit to mutate (default HEAD; its map is reused)")
     parser.add_argument("--coverage", type=Path, metavar="MAP",
                         help="print the statement coverage per protocol area (whole suite, stateful machines) from a "
                              "map a run made (.mutation/map-<commit>.json) and stop")
@@ -449,11 +450,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
     copies = [args.work / f"w{i}" for i in range(max(1, args.workers))]
+    head = git_commit(args.commit)
     for copy in copies:
-        make_copy(copy)
-    head = git_head()
+        make_copy(copy, head)
     map_file = args.work / f"map-{head[:12]}.json"
-    test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file)
+    test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head)
     if args.rerun:
         sample = [r for r in json.loads(args.rerun.read_text())["results"] if r["outcome"] in COUNTED_SURVIVED]
     else:
