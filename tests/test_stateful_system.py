@@ -4,7 +4,9 @@
 ``T0`` (2 queues per broker) and ``T1`` (1 queue per broker), a plain producer ``PG``, a transactional producer
 ``TPG`` and push consumers (clustering) of two groups: ``G0`` (concurrent, subscribes T0 and T1) and ``G1``
 (concurrent or orderly, drawn at start; subscribes T0 with ``TagB || TagNeg``, TagNeg's Java hash code negative).
-Every command crosses the frame codec (JSON or binary header, drawn; or none). Rules: sends (sync, async, batch,
+Every command crosses the frame codec (JSON or binary header, drawn; or none). The brokers run with the default
+settings or with some changed (``BROKER_OPTIONS``: short delay tables, short polling, no consumer-change
+notification, asynchronous flush). Rules: sends (sync, async, batch,
 tags, delay levels up to 18 and one past it), transactions
 with every executor / check-back outcome, listener outcomes (success or RECONSUME_LATER for the first n deliveries),
 consumers joining, leaving and crashing, broker crash-restart (with or without time down), deletion of the oldest
@@ -86,6 +88,7 @@ from rocketspec.refimpl.remoting import RemotingError
 from rocketspec.spec import consume_retry, message_filter, pull_correction, send_retry
 from rocketspec.spec import rebalance as spec_rebalance
 from rocketspec.spec.protocol import (
+    DELAY_LEVEL_MILLIS,
     PERM_READ,
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
@@ -111,6 +114,18 @@ MAX_CONSUMERS = 3
 STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 # The network's frame codec round trip (Cluster(wire_codec=...)): mostly on, as components see commands under serve.
 WIRE_CODECS = ("json", "rocketmq", "json", None)
+# Broker settings a program runs with: the defaults (drawn most), or non-default ones the rules depend on: a short
+# delay table of 4 levels (levels above it clamp to its last), short polling instead of long polling, no
+# NOTIFY_CONSUMER_IDS_CHANGED (consumers rebalance on their 20 s timer only), asynchronous flush.
+#: 18 levels of seconds: every level and one past the last is cheap to simulate (the default table's last is 2 h).
+SHORT_TABLE = " ".join(f"{n}s" for n in range(1, 19))
+BROKER_OPTIONS: tuple[dict[str, Any], ...] = (
+    {}, {"message_delay_level": SHORT_TABLE}, {"message_delay_level": SHORT_TABLE},
+    {"message_delay_level": "1s 3s 10s 1m"},
+    {"long_polling_enable": False},
+    {"notify_consumer_ids_changed_enable": False},
+    {"flush": "async", "message_delay_level": "2s 4s"},
+)
 # Request codes a fault may hit; the ones on the paths of messages and offsets are listed twice (drawn more often).
 FAULT_REQUESTS = (
     "SEND_MESSAGE", "SEND_MESSAGE", "PULL_MESSAGE", "CONSUMER_SEND_MSG_BACK", "CONSUMER_SEND_MSG_BACK",
@@ -199,12 +214,12 @@ class SystemMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16), orderly=st.booleans(),
                 strategy0=st.sampled_from(STRATEGIES), strategy1=st.sampled_from(STRATEGIES),
                 consumers0=st.integers(1, MAX_CONSUMERS), consumers1=st.integers(1, MAX_CONSUMERS),
-                codec=st.sampled_from(WIRE_CODECS))
+                codec=st.sampled_from(WIRE_CODECS), broker_options=st.sampled_from(BROKER_OPTIONS))
     def start(self, seed: int, orderly: bool, strategy0: str, strategy1: str, consumers0: int,
-              consumers1: int, codec: str | None) -> None:
+              consumers1: int, codec: str | None, broker_options: dict[str, Any]) -> None:
         """The cluster, both producers, and ``consumers0`` / ``consumers1`` consumers of G0 / G1 (G1 orderly or
         not, each group with its allocation strategy); every command goes through the frame codec (JSON or binary
-        header) unless ``codec`` is None."""
+        header) unless ``codec`` is None; the brokers run with ``broker_options`` (defaults, or some changed)."""
         self.strategy = {"G0": strategy0, "G1": strategy1}
         self.orderly = {"G0": False, "G1": orderly}
         self.fail_below = {g: 0 for g in GROUPS}  # the listener fails deliveries with reconsumeTimes below this
@@ -240,8 +255,9 @@ class SystemMachine(RuleBasedStateMachine):
         self.broker_down_ms: int | None = None  # when a broker was last stopped (simulated ms)
         self.settles = 0
 
-        self.cluster = Cluster(brokers=len(BROKERS), clock="simulated", seed=seed, flush="sync",
-                               segment_bytes=4096, keep_events=True, wire_codec=codec)
+        self.cluster = Cluster(brokers=len(BROKERS), clock="simulated", seed=seed,
+                               segment_bytes=4096, keep_events=True, wire_codec=codec,
+                               **{"flush": "sync", **broker_options})
         self.cluster.events.subscribe(self._on_event)
         for topic, queues in TOPICS.items():
             self.cluster.create_topic(topic, queues=queues)
@@ -420,7 +436,8 @@ class SystemMachine(RuleBasedStateMachine):
             # parked (a level above the table's is its last, 2 h).
             sent = self.sent.get(self.key_of.get(ev.msg_id, ""))
             if sent is not None and sent.delay_level >= 1:
-                due = self.parked[ev.msg_id] + consume_retry.delay_millis(sent.delay_level)
+                table = self.cluster.delay_level_millis if self.cluster is not None else ()
+                due = self.parked[ev.msg_id] + consume_retry.delay_millis(sent.delay_level, table)
                 if ev.ts_ms < due:
                     self._violate(f"RETRY-3: {sent.key} (delay level {sent.delay_level}) stored in {ev.topic} "
                                   f"{due - ev.ts_ms} ms before it was due")
@@ -607,6 +624,8 @@ class SystemMachine(RuleBasedStateMachine):
                 self._acked(self._key(m.body), m.properties.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX),
                             result.status)
             return
+        if self.cluster.delay_level_millis == DELAY_LEVEL_MILLIS:
+            delay_level = min(delay_level, 4)  # 30 s: the default table's higher levels would simulate hours
         for _ in range(count):
             key = self._next_key()
             msg = Message(topic, self._body(key), delay_level=delay_level, tags=tags)
@@ -896,7 +915,7 @@ def test_deleting_segments_then_crashing_keeps_queue_offsets() -> None:
 
 
 # ================================================================================================== sensitivity
-MUTANT_EXAMPLES, MUTANT_STEPS = 60, 30
+MUTANT_EXAMPLES, MUTANT_STEPS = 150, 30
 
 
 @pytest.mark.parametrize(
