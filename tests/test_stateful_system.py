@@ -3,7 +3,9 @@
 ``SystemMachine`` drives a simulated ``Cluster`` of 2 brokers (flush ``sync``, small commit-log segments) with topics
 ``T0`` (2 queues per broker) and ``T1`` (1 queue per broker), a plain producer ``PG``, a transactional producer
 ``TPG`` and push consumers (clustering) of two groups: ``G0`` (concurrent, subscribes T0 and T1) and ``G1``
-(concurrent or orderly, drawn at start; subscribes T0 with ``TagB || TagNeg``, TagNeg's Java hash code negative).
+(concurrent or orderly, drawn at start; subscribes T0 with ``TagB || TagNeg``, TagNeg's Java hash code negative),
+and up to two broadcasting consumers of ``G2`` (T1), each of which must get every acknowledged message of T1 and none
+of which commits an offset to a broker.
 Every command crosses the frame codec (JSON or binary header, drawn; or none). The brokers run with the default
 settings or with some changed (``BROKER_OPTIONS``: short delay tables, short polling, no consumer-change
 notification, asynchronous flush). Rules: sends (sync, async, batch,
@@ -69,6 +71,8 @@ from rocketspec.refimpl.client import allocate as refimpl_allocate
 from rocketspec.refimpl.client import consume_service as refimpl_consume_service
 from rocketspec.refimpl.client import consumer_config as refimpl_consumer_config
 from rocketspec.refimpl.client import latency as refimpl_latency
+from rocketspec.refimpl.client import push_consumer as refimpl_push_consumer
+from rocketspec.refimpl.client import rebalance as refimpl_rebalance
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError
 from rocketspec.refimpl.client.push_consumer import PushConsumer
 from rocketspec.refimpl.events import (
@@ -105,6 +109,8 @@ BROKERS = ("broker-a", "broker-b")
 TOPICS = {"T0": 2, "T1": 1}  # queues per broker
 GROUPS = ("G0", "G1")
 SUBSCRIPTIONS = {"G0": ("T0", "T1"), "G1": ("T0",)}
+# A broadcasting group: each of its consumers gets every message of its topic, offsets kept by the client.
+BROADCAST_GROUP, BROADCAST_TOPIC = "G2", "T1"
 # Tags sends draw from; TagNeg's Java hashCode is negative (-1797390410), the tags code a consume queue keeps for it.
 TAGS = ("TagA", "TagB", "TagNeg")
 # Subscription expressions per group and topic: G1 filters by tag (the broker by hash code, the client by name).
@@ -214,9 +220,10 @@ class SystemMachine(RuleBasedStateMachine):
     @initialize(seed=st.integers(0, 2**16), orderly=st.booleans(),
                 strategy0=st.sampled_from(STRATEGIES), strategy1=st.sampled_from(STRATEGIES),
                 consumers0=st.integers(1, MAX_CONSUMERS), consumers1=st.integers(1, MAX_CONSUMERS),
-                codec=st.sampled_from(WIRE_CODECS), broker_options=st.sampled_from(BROKER_OPTIONS))
+                codec=st.sampled_from(WIRE_CODECS), broker_options=st.sampled_from(BROKER_OPTIONS),
+                broadcasters=st.integers(0, 2))
     def start(self, seed: int, orderly: bool, strategy0: str, strategy1: str, consumers0: int,
-              consumers1: int, codec: str | None, broker_options: dict[str, Any]) -> None:
+              consumers1: int, codec: str | None, broker_options: dict[str, Any], broadcasters: int) -> None:
         """The cluster, both producers, and ``consumers0`` / ``consumers1`` consumers of G0 / G1 (G1 orderly or
         not, each group with its allocation strategy); every command goes through the frame codec (JSON or binary
         header) unless ``codec`` is None; the brokers run with ``broker_options`` (defaults, or some changed)."""
@@ -266,6 +273,13 @@ class SystemMachine(RuleBasedStateMachine):
         for group, count in zip(GROUPS, (consumers0, consumers1), strict=True):
             for _ in range(count):
                 self._start_consumer(group)
+        # Broadcasting consumers of G2 (they stay for the whole program): what each one consumed, by client id.
+        self.broadcast: dict[str, set[str]] = {}
+        for _ in range(broadcasters):
+            consumer = self.cluster.push_consumer(
+                BROADCAST_GROUP, {BROADCAST_TOPIC: "*"}, self._broadcast_listener(len(self.broadcast)),
+                consume_from_where="CONSUME_FROM_FIRST_OFFSET", message_model="BROADCASTING")
+            self.broadcast[consumer.instance.client_id] = set()
 
     def teardown(self) -> None:
         if self.cluster is not None:
@@ -319,6 +333,29 @@ class SystemMachine(RuleBasedStateMachine):
     def _groups_of(self, topic: str, tags: str | None) -> list[str]:
         """The groups a message of ``topic`` tagged ``tags`` is for: subscribed, their expression selecting it."""
         return [g for g in GROUPS if topic in SUBSCRIPTIONS[g] and _selects(g, topic, tags)]
+
+    def _broadcast_listener(self, index: int) -> Callable[[list[Any]], ConsumeStatus]:
+        def listener(msgs: list[Any]) -> ConsumeStatus:
+            got = list(self.broadcast.values())[index]
+            got.update(msg.msg_id for msg in msgs)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        return listener
+
+    def _broadcast_lost(self) -> list[str]:
+        """Broadcasting: every acknowledged message of the topic reaches every consumer of the group, unless its data
+        was deleted (OFF-17, OFF-19 with the client's local offsets)."""
+        lost = []
+        for sent in self.sent.values():
+            if not sent.acked or sent.msg_id is None or sent.topic != BROADCAST_TOPIC:
+                continue
+            if sent.msg_id in self.discarded or (BROADCAST_GROUP, sent.msg_id) in self.exempt:
+                continue
+            for cid, got in self.broadcast.items():
+                if sent.msg_id not in got:
+                    lost.append(f"OFF-17 (broadcasting): acknowledged {sent.key} ({sent.how}) in {sent.topic} never "
+                                f"consumed by {cid} of {BROADCAST_GROUP}")
+        return lost
 
     # ============================================================================================== application code
     def _listener(self, group: str) -> Callable[[list[Any]], ConsumeStatus]:
@@ -463,6 +500,9 @@ class SystemMachine(RuleBasedStateMachine):
     def _on_commit(self, ev: OffsetCommit) -> None:
         """OFF-17: the committed offset passes only handled messages; OFF-8 / PULL-22: it moves back only after an
         allowed correction."""
+        if ev.group == BROADCAST_GROUP:
+            self._violate(f"OFF-9/OFF-17: broadcasting group {ev.group} committed {ev.offset} of {ev.topic} to "
+                          f"{ev.broker}; its offsets are the clients' own")
         if ev.group not in GROUPS:
             return
         key = (ev.group, ev.broker, ev.topic, ev.queue_id)
@@ -733,7 +773,7 @@ class SystemMachine(RuleBasedStateMachine):
                 continue
             groups = [g for g in GROUPS if topic in (retry_topic(g), dlq_topic(g))]
             if not groups and (topic in TOPICS or topic in (SCHEDULE_TOPIC, TRANS_HALF_TOPIC)):
-                groups = list(GROUPS)
+                groups = [*GROUPS, BROADCAST_GROUP]
             for g in groups:
                 self.exempt.setdefault((g, mid), f"deleted from {topic} on {broker}")
         self.records[broker] = kept
@@ -780,7 +820,7 @@ class SystemMachine(RuleBasedStateMachine):
             except NotIdle as error:
                 self._violate(f"liveness: {error}")
                 return
-            problems = self._assignment_problems() + self._lost()
+            problems = self._assignment_problems() + self._lost() + self._broadcast_lost()
             if not problems:
                 break
             # Idle is not settled yet: a restarted broker learns its consumers at their next heartbeat (30 s) and
@@ -932,6 +972,14 @@ MUTANT_EXAMPLES, MUTANT_STEPS = 150, 30
         pytest.param(refimpl_consumer_config, "data.code_set.add(java_string_hash(trimmed))",
                      "data.code_set.add(java_string_hash(trimmed) & 0xFFFFFFFF)", "OFF-17",
                      id="negative-tag-hash-unsigned-in-the-subscription"),
+        pytest.param(refimpl_push_consumer, "if self.config.message_model is MessageModel.BROADCASTING:\n"
+                     "            self.offset_store = LocalFileOffsetStore(",
+                     "if self.config.message_model is None:\n            self.offset_store = LocalFileOffsetStore(",
+                     "OFF-9", id="broadcasting-offsets-committed-to-the-broker"),
+        pytest.param(refimpl_rebalance,
+                     "        if self.message_model is MessageModel.BROADCASTING:\n            if mq_set",
+                     "        if self.message_model is None:\n            if mq_set", "OFF-17",
+                     id="broadcasting-queues-shared-like-clustering"),
         pytest.param(refimpl_store, "level = min(int(text), len(delays))", "level = min(int(text), len(delays) - 1)",
                      "RETRY-3", id="top-delay-level-clamped-one-too-low"),
     ],
