@@ -43,7 +43,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -354,9 +354,12 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
     fixed = FIXED_TESTS.get(mutant["path"])
     if fixed is not None:
         chosen, budget = ["--slow", *fixed], FIXED_TIMEOUT_S / 3 - 20
+    if test_map.get("also"):
+        chosen, budget = [*chosen, *test_map["also"]], budget + 30
     result["tests"] = len(chosen)
     if not chosen:
         return result | {"outcome": "no_tests"}
+    result.pop("seconds", None)
     started = time.monotonic()
     path.write_text(mutated)
     try:
@@ -367,8 +370,6 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
 
 
 def _run_tests(copy: Path, tests: list[str], timeout: float) -> str:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", dir=copy, delete=False) as listing:
-        listing.write("\n".join(tests))
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-o",
            "addopts=", "--no-header", "-W", "ignore", "-p", "no:randomly", *tests]
     proc = subprocess.Popen(cmd, cwd=copy, env=copy_env(copy), stdout=subprocess.DEVNULL,
@@ -379,10 +380,9 @@ def _run_tests(copy: Path, tests: list[str], timeout: float) -> str:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         return "timeout"
-    finally:
-        os.unlink(listing.name)
-    # 5: no tests collected (a test id the map knows no longer exists): the mutant was not judged.
-    return {0: "survived", 5: "no_tests"}.get(rc, "killed")
+    # 1: a test failed; 2: collection failed (the mutant breaks an import): killed. 5: no test collected, 3 and 4:
+    # pytest's own error or a test id it does not know: the mutant was not judged ("error", left out of the score).
+    return {0: "survived", 1: "killed", 2: "killed", 5: "no_tests"}.get(rc, "error")
 
 
 # ------------------------------------------------------------------------------------------------------- report
@@ -438,6 +438,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".mutation")
     parser.add_argument("--rerun", type=Path, help="rerun the survivors of an earlier result file")
     parser.add_argument("--commit", default="HEAD", help="the commit to mutate (default HEAD; its map is reused)")
+    parser.add_argument("--map", type=Path, dest="map_file",
+                        help="use this map (of an earlier commit whose mutated modules are the same) instead of one of "
+                             "--commit: with --rerun and --also, survivors meet new tests without a new map")
+    parser.add_argument("--also", action="append", default=[], metavar="TEST",
+                        help="a test (file or node id) every mutant also runs, after those the map chose")
     parser.add_argument("--coverage", type=Path, metavar="MAP",
                         help="print the statement coverage per protocol area (whole suite, stateful machines) from a "
                              "map a run made (.mutation/map-<commit>.json) and stop")
@@ -453,8 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = git_commit(args.commit)
     for copy in copies:
         make_copy(copy, head)
-    map_file = args.work / f"map-{head[:12]}.json"
+    map_file = args.map_file or args.work / f"map-{head[:12]}.json"
     test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head)
+    test_map["also"] = list(args.also)
     if args.rerun:
         sample = [r for r in json.loads(args.rerun.read_text())["results"] if r["outcome"] in COUNTED_SURVIVED]
     else:
@@ -465,9 +471,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     started = time.monotonic()
 
+    pending = iter(range(len(sample)))
+    lock = threading.Lock()
+
     def work(index: int) -> None:
         copy = copies[index]
-        for n in range(index, len(sample), len(copies)):
+        while True:
+            with lock:  # the next mutant to whichever worker is free: slow survivors do not leave one idle
+                n = next(pending, None)
+            if n is None:
+                return
             r = run_mutant(copy, sample[n], test_map)
             results.append(r)
             change = f": {r.get('before', '')} -> {r.get('after', '')}" if r["outcome"] in COUNTED_SURVIVED else ""

@@ -79,7 +79,10 @@ def test_a_good_file_is_read_as_4_9_8_reads_it(acl_file: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "problem"), [
-    ("accounts: [", "is not YAML at line"),
+    ("accounts: [", "is not YAML at line 1:"),
+    ("accounts:\n- accessKey: RocketMQ\n  secretKey: [\n", "is not YAML at line 4:"),
+    ("accounts:\n- accessKey: RocketMQ\n  secretKey: 12345678\n  topicPerms: [' =PUB']\n",
+     "accounts[0].topicPerms[0] must be NAME=PERM"),
     ("- a\n- b\n", "must be a mapping"),
     ("acounts: []\n", "unknown key(s) acounts"),
     ("accounts:\n- accessKey: short\n  secretKey: 12345678\n", "accounts[0].accessKey must be longer than 6"),

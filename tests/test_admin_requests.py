@@ -416,10 +416,13 @@ def test_broker_consume_stats_offsets_and_time_span(env: Env) -> None:
     assert stats.endswith(',"totalDiff":1}') and '{"CG":[{"consumeTps":0.0,"offsetTable":{' in stats
     assert (ask(env, RequestCode.GET_ALL_CONSUMER_OFFSET).body or b"") == b'{"offsetTable":{"T@CG":{0:1}}}'
     assert (ask(env, RequestCode.GET_ALL_DELAY_OFFSET).body or b"") == b'{"offsetTable":{}}'
+    env.runtime.advance(1_500)
     span = json.loads(ask(env, RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "T", "group": "CG"}).body or b"")
     first, second = span["consumeTimeSpanSet"]
     assert first["messageQueue"] == {"brokerName": "broker-a", "queueId": 0, "topic": "T"}
-    assert first["minTimeStamp"] > 0 and first["consumeTimeStamp"] == first["minTimeStamp"] and first["delayTime"] >= 0
+    assert first["minTimeStamp"] > 0 and first["consumeTimeStamp"] == first["minTimeStamp"]
+    # The delay is how long the first unconsumed message (offset 1, the queue's last) has waited.
+    assert first["delayTime"] == env.runtime.now_ms() - first["maxTimeStamp"] >= 1_500
     assert second["maxTimeStamp"] == -1 and second["maxTimeStampStr"] == "1969-12-31#23:59:59:999"
     assert ask(env, RequestCode.QUERY_CONSUME_TIME_SPAN, {"topic": "No", "group": "CG"}).code == \
         ResponseCode.TOPIC_NOT_EXIST

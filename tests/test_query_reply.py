@@ -415,3 +415,12 @@ def test_topics_the_broker_creates_are_routed_at_once(registered: bool) -> None:
     env.runtime.advance(10)
     for topic in ("%RETRY%G", "%DLQ%G", "Auto"):
         assert (namesrv.pickup_topic_route(topic) is not None) is registered, topic
+
+
+def test_a_reply_to_a_topic_without_write_queues_is_javas_division_by_zero(env: Env) -> None:
+    """queueId -1 picks ``random % writeQueueNums``: with none, Java's ArithmeticException, answered as SYSTEM_ERROR
+    with its text (found by mutation testing: ``<= 0`` must include zero)."""
+    env.broker.create_topic(REPLY_TOPIC, 1, 0)
+    answer = send_reply(env, env.channel(), reply_props(), queue_id=-1)
+    assert answer is not None and answer.code == ResponseCode.SYSTEM_ERROR
+    assert answer.remark == "ArithmeticException: / by zero"

@@ -756,3 +756,15 @@ def test_registration_with_a_name_server() -> None:
     env.runtime.advance(10)
     assert "broker-a" not in namesrv.broker_addr_table  # the connection closed: the name server dropped it
     assert tags_code("A") != 0
+
+
+def test_a_batch_of_exactly_the_maximum_size_is_stored() -> None:
+    """``maxMessageSize`` bounds a batch body from above: a body of exactly that size is stored, one byte more is
+    MESSAGE_ILLEGAL (SendMessageProcessor: ``body.length > maxMessageSize``)."""
+    entry = encode_batch([BatchEntry(0, b"x", {Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX: "U0"})])
+    env = Env(max_message_size=len(entry))
+    env.broker.create_topic("T", 1, 1)
+    assert env.send("T", entry, code=RequestCode.SEND_BATCH_MESSAGE, m=True).code == ResponseCode.SUCCESS
+    small = Env(max_message_size=len(entry) - 1)
+    small.broker.create_topic("T", 1, 1)
+    assert small.send("T", entry, code=RequestCode.SEND_BATCH_MESSAGE, m=True).code == ResponseCode.MESSAGE_ILLEGAL

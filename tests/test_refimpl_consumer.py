@@ -529,6 +529,28 @@ def test_orderly_message_past_the_limit_goes_to_the_dead_letter_queue() -> None:
         assert cluster.committed_offsets("OG", "T") == {MessageQueue("T", "broker-a", 0): 2}
 
 
+def test_orderly_message_whose_dead_letter_send_fails_is_consumed_again_one_more_time() -> None:
+    """Past the limit the orderly consumer sends the message to the DLQ; when that fails it suspends and hands the
+    message to the listener again with one more reconsume time (checkReconsumeTimes / sendMessageBack false)."""
+    with Cluster(brokers=1, seed=22) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        seen: list = []
+
+        def stuck(msgs):
+            seen.extend((m.body, m.reconsume_times) for m in msgs)
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if len(seen) < 4 else \
+                ConsumeOrderlyStatus.SUCCESS
+
+        cluster.push_consumer("OG", "T", stuck, orderly=True, max_reconsume_times=1, suspend_current_queue_time_ms=500)
+        cluster.advance(100)
+        producer.send(Message("T", b"bad"))
+        # The consumer's DLQ send fails, every attempt of it (its producer tries 3 times).
+        cluster.faults.fail("broker-a", "SEND_MESSAGE_V2", times=3)
+        cluster.run_until_idle()
+        assert seen[:3] == [(b"bad", 0), (b"bad", 1), (b"bad", 2)]
+
+
 def test_a_stopped_broker_does_not_keep_the_simulation_busy() -> None:
     with Cluster(brokers=2, seed=23) as cluster:
         cluster.create_topic("T", queues=1)
@@ -611,3 +633,47 @@ def test_orderly_handover_waits_for_the_running_batch() -> None:
         consumed = {item for seen in by_consumer.values() for item in seen}
         assert consumed == {(q, o) for q in (0, 1) for o in range(6)}
         assert sum(cluster.committed_offsets("OG", "T").values()) == 12
+
+
+def test_a_successful_batch_acknowledges_every_message_without_an_ack_index() -> None:
+    """``ackIndex`` starts at Integer.MAX_VALUE: a batch the listener consumes without touching it is acknowledged
+    whole (none goes back, the offset passes all of it)."""
+    with Cluster(brokers=1, seed=9) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(4):
+            producer.send(Message("T", str(i).encode()))
+        calls: list[list[bytes]] = []
+
+        def whole(msgs: list[Any], context: ConsumeConcurrentlyContext) -> ConsumeStatus:
+            calls.append([m.body for m in msgs])
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        cluster.push_consumer("CG", "T", whole, consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                              consume_message_batch_max_size=4)
+        cluster.run_until_idle()
+        assert calls == [[b"0", b"1", b"2", b"3"]]
+        assert [e.status for e in cluster.events_of(ConsumeResult)] == ["CONSUME_SUCCESS"] * 4
+        assert cluster.events_of(SendBack) == []
+
+
+#: ConsumerConfig options checkConfig bounds, with their inclusive ranges (DefaultMQPushConsumerImpl.checkConfig and
+#: the lite pull consumer's): each bound is accepted, one past it refused.
+CONSUMER_RANGES = {
+    "consume_thread_max": (1, 1000), "consume_concurrently_max_span": (1, 65535),
+    "pull_threshold_for_queue": (1, 65535), "pull_threshold_size_for_queue_mib": (1, 1024),
+    "pull_interval_ms": (0, 65535), "consume_message_batch_max_size": (1, 1024), "pull_batch_size": (1, 1024),
+    "max_reconsume_times": (-1, 2**31 - 1), "suspend_current_queue_time_ms": (0, 2**31 - 1),
+    "consume_duration_ms": (0, 2**31 - 1), "consume_timeout_minutes": (1, 2**31 - 1),
+    "pull_threshold_for_all": (1, 2**31 - 1), "poll_timeout_ms": (0, 2**31 - 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONSUMER_RANGES))
+def test_consumer_options_accept_their_bounds_and_refuse_one_past(name: str) -> None:
+    low, high = CONSUMER_RANGES[name]
+    for value in (low, high):
+        ConsumerConfig(group="G", **{name: value}).validate()
+    for value in (low - 1, high + 1):
+        with pytest.raises(ValueError):
+            ConsumerConfig(group="G", **{name: value}).validate()

@@ -233,6 +233,9 @@ def test_silent_broker_expires_and_registering_keeps_it_alive() -> None:
     route = TopicRouteData.from_json(w.route("T").body)
     assert [q.broker_name for q in route.queue_datas] == ["broker-b"]
     assert "broker-a" not in w.namesrv.broker_addr_table
+    # The scan also closes the silent broker's channel (scanNotActiveBroker: RemotingUtil.closeChannel).
+    open_from = {key[0] for key, conn in w.network._connections.items() if conn.open}
+    assert a.addr not in open_from and b.addr in open_from
 
 
 def test_closed_channel_removes_its_broker_and_topics() -> None:

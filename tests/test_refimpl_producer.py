@@ -17,8 +17,15 @@ import pytest
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError, RemotingTooMuchRequestError
 from rocketspec.refimpl.client.instance import ClientInstance
-from rocketspec.refimpl.client.latency import LatencyFaultTolerance, MQFaultStrategy, RoundRobinIndex, TopicPublishInfo
-from rocketspec.refimpl.client.producer import Producer, select_by_hash
+from rocketspec.refimpl.client.latency import (
+    LatencyFaultTolerance,
+    MQFaultStrategy,
+    RoundRobinIndex,
+    TopicPublishInfo,
+    int32,
+    java_abs,
+)
+from rocketspec.refimpl.client.producer import Producer, java_hash_code, select_by_hash
 from rocketspec.refimpl.client.transaction import TransactionProducer
 from rocketspec.refimpl.events import EventLog, RouteUpdate, SendAttempt, SendResultEvent, TxnEnd
 from rocketspec.refimpl.message import (
@@ -701,3 +708,15 @@ def test_unknown_request_to_a_client_is_not_supported() -> None:
     channel = next(c for c in broker.channels if c.client_node == producer.client_id)
     response = w.runtime.wait(channel.invoke(RemotingCommand.request(RequestCode.PULL_MESSAGE), 1000))
     assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_java_int_helpers_wrap_at_32_bits() -> None:
+    """``int32`` wraps like a Java ``int``, ``Math.abs(Integer.MIN_VALUE)`` stays negative, and the hash selector's
+    ``hashCode`` of a long folds its halves (``Long.hashCode``) while an int is its own hash."""
+    assert [int32(v) for v in (2**31 - 1, 2**31, -(2**31) - 1, 2**32 + 5, -7)] == [
+        2**31 - 1, -(2**31), 2**31 - 1, 5, -7]
+    assert java_abs(-(2**31)) == -(2**31) and java_abs(-5) == 5
+    assert [java_hash_code(v) for v in (-(2**31), 2**31 - 1, -5, True, False)] == [
+        -(2**31), 2**31 - 1, -5, 1231, 1237]
+    # Long.hashCode(v) = (int)(v ^ (v >>> 32)): 2**31 and -(2**31) - 1 both fold to Integer.MIN_VALUE, 2**40 to 256.
+    assert [java_hash_code(v) for v in (2**31, -(2**31) - 1, 2**40)] == [-(2**31), -(2**31), 256]

@@ -178,10 +178,13 @@ def test_connect_to_nothing_fails() -> None:
 
 
 def test_fail_fault_answers_without_processing_and_counts_times() -> None:
-    rt, events, net, server = make_net()
-    net.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_BUSY", times=1)
+    rt, events, net, server = make_net(latency=4)
+    rule = net.faults.fail("broker-a", "SEND_MESSAGE", code="SYSTEM_BUSY", times=1)
     client = net.client("c1")
+    start = rt.now_ms()
     first = rt.wait(client.invoke("127.0.0.1:10911", send(), 1000))
+    assert rt.now_ms() - start == 8  # the failure answers after a round trip, as a broker's would
+    assert rule.fired == 1 and not net.faults.armed  # spent after its one time: nothing left to decide
     second = rt.wait(client.invoke("127.0.0.1:10911", send(), 1000))
     assert first.code == ResponseCode.SYSTEM_BUSY
     assert second.code == ResponseCode.SUCCESS

@@ -520,10 +520,13 @@ def _deleted_queue_store_on(runtime: SimulatedRuntime, disk: MemoryDisk) -> tupl
     return store, store.delete_oldest_segments(store.stats()["segments"] - 1)
 
 
-def test_consume_queues_are_rebuilt_when_lost() -> None:
+@pytest.mark.parametrize("segment_bytes", [1 << 20, 5000])
+def test_consume_queues_are_rebuilt_when_lost(segment_bytes: int) -> None:
+    """Rebuilt from the commit log, the consume queues are the ones lost; with commit-log segments whose size is not
+    a power of two too (a message's offset is its segment's base plus its position, not a bitwise mix)."""
     runtime = SimulatedRuntime()
     disk = MemoryDisk()
-    store = make_store(runtime, disk=disk, cq_segment_entries=7)
+    store = make_store(runtime, disk=disk, cq_segment_entries=7, segment_bytes=segment_bytes)
     for i in range(30):
         put(store, queue_id=i % 3, tags="A" if i % 2 else None, properties={Property.DELAY_TIME_LEVEL: "2"}
             if i == 5 else {})
@@ -533,13 +536,13 @@ def test_consume_queues_are_rebuilt_when_lost() -> None:
     schedule = store.queue_entries(protocol.SCHEDULE_TOPIC, 1, 0, 10)
     for path in [*disk.list_files("consumequeue/"), CHECKPOINT_PATH]:
         disk.delete(path)
-    rebuilt = make_store(runtime, disk=disk, cq_segment_entries=7)
+    rebuilt = make_store(runtime, disk=disk, cq_segment_entries=7, segment_bytes=segment_bytes)
     assert {q: rebuilt.queue_entries(T, q, 0, 100) for q in range(3)} == expected
     assert rebuilt.queue_entries(protocol.SCHEDULE_TOPIC, 1, 0, 10) == schedule
     assert rebuilt.look_message(prepared.commit_log_offset) is not None
     # Another consume-queue file size: the old files do not fit and the queues are rebuilt the same.
     rebuilt.close()
-    resized = make_store(runtime, disk=disk, cq_segment_entries=4)
+    resized = make_store(runtime, disk=disk, cq_segment_entries=4, segment_bytes=segment_bytes)
     assert {q: resized.queue_entries(T, q, 0, 100) for q in range(3)} == expected
 
 
