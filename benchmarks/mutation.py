@@ -107,6 +107,7 @@ def git_commit(rev: str = "HEAD") -> str:
 
 def make_copy(dest: Path, commit: str) -> None:
     """The tree of ``commit`` at ``dest``, laid out so that ``import rocketspec`` there loads it."""
+    dest = dest.resolve()  # the links below must not be relative to where they sit
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -118,6 +119,11 @@ def make_copy(dest: Path, commit: str) -> None:
         (dest / "rocketspec" / name).symlink_to(dest / name)
     (dest / "_import").mkdir()
     (dest / "_import" / "mutation_timing.py").write_text(TIMING_PLUGIN)
+    where = subprocess.run([sys.executable, "-c", "import rocketspec.refimpl, rocketspec.traces; "
+                            "print(rocketspec.refimpl.__file__); print(rocketspec.traces.__file__)"],
+                           cwd=dest, env=copy_env(dest), capture_output=True, text=True).stdout.split()
+    if len(where) != 2 or not all(Path(w).resolve().is_relative_to(dest) for w in where):
+        raise MutationError(f"the copy at {dest} does not import itself (got {where}): mutants would not be run")
 
 
 def copy_env(copy: Path) -> dict[str, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -302,11 +303,12 @@ def test_values_an_oracle_refuses_are_violations_not_crashes() -> None:
 
 
 def test_malformed_queue_strings_are_schema_errors() -> None:
-    b = fx.TraceBuilder("malformed")
-    b.emit(fx.PRODUCER, "route.update", topic=fx.TOPIC, queues=["broker-a:0"])
-    with pytest.raises(SchemaError, match=r"seq 1: route.update of 'TopicTest': queue 'broker-a:0' is not "
-                                          r"'broker:queueId:perm'"):
-        check_python(b.rows)
+    for queue in ("broker-a:0", "broker-a:0:rw", "broker-a:x:6"):
+        b = fx.TraceBuilder("malformed")
+        b.emit(fx.PRODUCER, "route.update", topic=fx.TOPIC, queues=[queue])
+        with pytest.raises(SchemaError, match=rf"seq 1: route.update of 'TopicTest': queue '{queue}' is not "
+                                              r"'broker:queueId:perm'"):
+            check_python(b.rows)
     b = fx.TraceBuilder("malformed")
     b.emit("c1", "rebalance.assign", group=fx.GROUP, topic=fx.TOPIC, strategy="AVG", consumers=["c1"], queues=[],
            all_queues=["nowhere"])
@@ -352,3 +354,26 @@ def test_one_partition_of_a_trace_directory_is_checked_as_that_trace(tmp_path: P
         report = check_python(source)
         assert (report.events, report.traces) == (len(rows), 1)
         assert [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts)) for r in report.results] == expected
+
+
+SNAPSHOT = Path(__file__).parent / "data" / "pycheck_fixture_reports.json"
+
+
+def _snapshot_of(report: Any) -> dict[str, Any]:
+    return {r.name: {"judged": r.judged, "violations": r.violations, "counts": dict(sorted(r.counts.items())),
+                     "samples": [{k: v for k, v in sample.items() if k != "trace_id"} for sample in r.samples]}
+            for r in report.results}
+
+
+def test_every_fixture_reports_exactly_as_recorded() -> None:
+    """The Python checker's whole report on each fixture — cases judged, counts, and each violation's row and reason —
+    is the recorded one (tests/data/pycheck_fixture_reports.json): what a user reads does not drift unseen. After an
+    intended change, ``ROCKETSPEC_UPDATE_SNAPSHOTS=1 pytest tests/test_traces_pycheck.py -k recorded`` rewrites it;
+    review the diff."""
+    got = {name: _snapshot_of(check_python(rows)) for name, rows in sorted(fx.all_fixtures().items())}
+    if os.environ.get("ROCKETSPEC_UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    recorded = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    assert sorted(got) == sorted(recorded)
+    for name in sorted(got):
+        assert got[name] == recorded[name], name

@@ -788,6 +788,13 @@ def _send_too_many_async_attempts() -> list[Row]:
     return d.rows()
 
 
+def _send_attempt_gap() -> list[Row]:
+    """(a): m1's retry is numbered 3 right after attempt 1: attempts are numbered without gaps."""
+    d = _draft("violates-send_retry/attempt_gap")
+    d.set("attempt:m1:2", attempt=3)
+    return d.rows()
+
+
 def _send_oneway_retried() -> list[Row]:
     """(a): a ONEWAY send makes exactly one attempt (SEND-9); m1 makes two."""
     d = _draft("violates-send_retry/oneway_retried")
@@ -1326,6 +1333,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "send_retry/too_many_attempts": _send_too_many_attempts,
     "send_retry/too_many_async_attempts": _send_too_many_async_attempts,
     "send_retry/oneway_retried": _send_oneway_retried,
+    "send_retry/attempt_gap": _send_attempt_gap,
     "send_retry/retry_after_final": _send_retry_after_final,
     "send_retry/over_budget": _send_over_budget,
     "send_retry/same_broker": _send_same_broker,
@@ -1449,6 +1457,7 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "send_retry/too_many_attempts": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/too_many_async_attempts": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/oneway_retried": (_at("send.attempt", msg_id="m1", attempt=2),),
+    "send_retry/attempt_gap": (_at("send.attempt", msg_id="m1", attempt=3),),
     "send_retry/retry_after_final": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/over_budget": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/same_broker": (_at("send.attempt", msg_id="m1", attempt=2),),

@@ -118,7 +118,7 @@ def _writable_brokers(topic: str, queues: Iterable[str]) -> frozenset[str]:
     brokers = set()
     for q in queues:
         parts = q.rsplit(":", 2)
-        if len(parts) != 3 or not parts[2].lstrip("-").isdigit():
+        if len(parts) != 3 or not all(part.lstrip("-").isdigit() for part in parts[1:]):
             raise SchemaError(f"route.update of {topic!r}: queue {q!r} is not 'broker:queueId:perm'")
         if int(parts[2]) & 2:  # PermName.PERM_WRITE
             brokers.add(parts[0])
