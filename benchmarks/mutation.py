@@ -467,8 +467,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     map_file = args.map_file or args.work / f"map-{head[:12]}.json"
     test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head)
     test_map["also"] = list(args.also)
+    earlier: list[dict[str, Any]] = []
     if args.rerun:
-        sample = [r for r in json.loads(args.rerun.read_text())["results"] if r["outcome"] in COUNTED_SURVIVED]
+        earlier = json.loads(args.rerun.read_text())["results"]
+        sample = [{k: r[k] for k in ("path", "operator", "occurrence", "line", "col", "end_line") if k in r}
+                  for r in earlier if r["outcome"] in COUNTED_SURVIVED]
+        earlier = [r for r in earlier if r["outcome"] not in COUNTED_SURVIVED]
+        print(f"rerunning the {len(sample)} survivors of {args.rerun}", file=sys.stderr)
     else:
         mutants = enumerate_mutants(modules_of(paths))
         sample = mutants if args.sample <= 0 or args.sample >= len(mutants) else \
@@ -498,9 +503,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             list(pool.map(work, range(len(copies))))
     except KeyboardInterrupt:
         print("interrupted: the report covers the mutants run so far", file=sys.stderr)
+    # A rerun reports the whole sample: the earlier outcomes of the mutants already killed, the new ones of the rest.
+    results = [*earlier, *results]
     summary = summarise(results)
-    name = f"{args.area if args.area in AREAS else 'paths'}-{args.seed}"
-    out = {"commit": head, "area": args.area, "paths": paths, "seed": args.seed, "sample": len(sample),
+    name = f"{args.area if args.area in AREAS else 'paths'}-{args.seed}" + ("-rerun" if args.rerun else "")
+    out = {"commit": head, "area": args.area, "paths": paths, "seed": args.seed, "sample": len(results),
            "seconds": round(time.monotonic() - started), "summary": summary, "results": results}
     (args.work / f"{name}.json").write_text(json.dumps(out, indent=1))
     report = markdown(summary, results, f"{args.area} (commit {head[:9]}, seed {args.seed}, {len(results)} mutants)")

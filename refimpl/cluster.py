@@ -25,6 +25,7 @@ for an empty one), as under ``rocketspec serve``; the stateful machines run with
 from __future__ import annotations
 
 import string
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -241,8 +242,6 @@ class Cluster:
         if isinstance(self.runtime, SimulatedRuntime):
             self.runtime.advance(ms)
         else:
-            import time
-
             time.sleep(ms / 1000)
 
     # ------------------------------------------------------------------------------------------------- brokers

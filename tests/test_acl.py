@@ -39,6 +39,7 @@ from rocketspec.conformance.wire import WireClient
 from rocketspec.refimpl.acl import (
     ACL_EXCEPTION,
     PlainAccessValidator,
+    check_permission,
     java_hashmap_order,
     needed_resources,
 )
@@ -359,3 +360,12 @@ def test_cpp_client_with_session_credentials(tmp_path: Path, acl_file: Path) -> 
         "org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(PlainPermissionManager.java:668)"
     assert {bad_signature(USER_AK), no_config} <= remarks
     assert sorted(line["body"] for line in consumed if line["event"] == "consumed") == ["msg-0", "msg-1", "msg-2"]
+
+
+def test_permission_checks_as_permission_checkpermission() -> None:
+    """DENY refuses everything; a request needing ANY passes with PUB or SUB held; otherwise a common bit."""
+    assert [check_permission(AclPerm.ANY, held) for held in (AclPerm.PUB, AclPerm.SUB, AclPerm.PUB | AclPerm.SUB,
+                                                              AclPerm.DENY | AclPerm.PUB, AclPerm(0))] == [
+        True, True, True, False, False]
+    assert [check_permission(AclPerm.PUB, held) for held in (AclPerm.PUB, AclPerm.SUB, AclPerm.PUB | AclPerm.SUB)] == [
+        True, False, True]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from test_refimpl_broker import Env, FakeChannel
 
+from rocketspec.refimpl.broker.admin_consumers import raw_member
 from rocketspec.refimpl.broker.admin_runtime import parse_properties
 from rocketspec.refimpl.events import EventLog
 from rocketspec.refimpl.namesrv import NameServer
@@ -545,3 +546,11 @@ def test_missing_header_fields_go_on_as_null(env: Env) -> None:
     for code in (RequestCode.GET_CONSUME_STATS, RequestCode.CLONE_GROUP_OFFSET):
         assert "ConsumerOffsetManager.whichTopicByConsumer(ConsumerOffsetManager.java:94)" in \
             (ask(env, code).remark or "")
+
+
+def test_raw_member_reads_a_fastjson_member_as_written() -> None:
+    """An object or array member's text is cut out as written: brackets inside strings (quotes escaped in them) do
+    not end it; a member that is not there is None."""
+    body = b'{"a":"x\\"}[{","b":{"c":[1,{"d":"]\\"}"}]},"e":2}'
+    assert raw_member(body, "b") == '{"c":[1,{"d":"]\\"}"}]}'
+    assert raw_member(body, "z") is None

@@ -246,3 +246,22 @@ def test_kill9_under_load_loses_nothing_acknowledged(mode: str) -> None:
     assert summary.acked > 0, summary.line()
     assert summary.passed, (summary.line(), summary.problems[:10])
     assert summary.line().startswith(f"kill9 mode={mode} kills=3 ") and summary.line().endswith(" PASS")
+
+
+def test_a_truncated_file_loses_its_unflushed_bytes_in_a_power_loss() -> None:
+    """Truncating below the flushed mark moves the mark down; above it, leaves it: a power loss then drops exactly
+    what was never flushed."""
+    disk = MemoryDisk()
+    disk.write_file("a", b"0123")
+    disk.flush("a")
+    disk.append("a", b"456789")  # unflushed from 4
+    disk.truncate("a", 6)
+    disk.lose_unflushed()
+    assert disk.read_file("a") == b"0123"
+    disk.write_file("b", b"01")
+    disk.flush("b")
+    disk.append("b", b"2345")  # unflushed from 2
+    disk.truncate("b", 1)
+    disk.append("b", b"xy")
+    disk.lose_unflushed()
+    assert disk.read_file("b") == b"0"

@@ -666,6 +666,7 @@ CONSUMER_RANGES = {
     "max_reconsume_times": (-1, 2**31 - 1), "suspend_current_queue_time_ms": (0, 2**31 - 1),
     "consume_duration_ms": (0, 2**31 - 1), "consume_timeout_minutes": (1, 2**31 - 1),
     "pull_threshold_for_all": (1, 2**31 - 1), "poll_timeout_ms": (0, 2**31 - 1),
+    "pull_time_delay_ms_when_exception": (0, 2**31 - 1),
 }
 
 
@@ -677,3 +678,10 @@ def test_consumer_options_accept_their_bounds_and_refuse_one_past(name: str) -> 
     for value in (low - 1, high + 1):
         with pytest.raises(ValueError):
             ConsumerConfig(group="G", **{name: value}).validate()
+
+
+def test_advancing_a_real_clock_sleeps_that_long() -> None:
+    with Cluster(brokers=1, clock="real") as cluster:
+        before = cluster.now_ms()
+        cluster.advance(30)
+        assert cluster.now_ms() - before >= 30

@@ -8,7 +8,7 @@ and up to two broadcasting consumers of ``G2`` (T1), each of which must get ever
 of which commits an offset to a broker.
 Every command crosses the frame codec (JSON or binary header, drawn; or none). The brokers run with the default
 settings or with some changed (``BROKER_OPTIONS``: short delay tables, short polling, no consumer-change
-notification, asynchronous flush). Rules: sends (sync, async, batch,
+notification). Rules: sends (sync, async, batch,
 tags, delay levels up to 18 and one past it), transactions
 with every executor / check-back outcome, listener outcomes (success or RECONSUME_LATER for the first n deliveries),
 consumers joining, leaving and crashing, broker crash-restart (with or without time down), deletion of the oldest
@@ -92,8 +92,10 @@ from rocketspec.refimpl.remoting import RemotingError
 from rocketspec.spec import consume_retry, message_filter, pull_correction, send_retry
 from rocketspec.spec import rebalance as spec_rebalance
 from rocketspec.spec.protocol import (
+    DEFAULT_PERM,
     DELAY_LEVEL_MILLIS,
     PERM_READ,
+    PERM_WRITE,
     SCHEDULE_TOPIC,
     TRANS_HALF_TOPIC,
     CommunicationMode,
@@ -122,7 +124,8 @@ STRATEGIES = ("AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH")
 WIRE_CODECS = ("json", "rocketmq", "json", None)
 # Broker settings a program runs with: the defaults (drawn most), or non-default ones the rules depend on: a short
 # delay table of 4 levels (levels above it clamp to its last), short polling instead of long polling, no
-# NOTIFY_CONSUMER_IDS_CHANGED (consumers rebalance on their 20 s timer only), asynchronous flush.
+# NOTIFY_CONSUMER_IDS_CHANGED (consumers rebalance on their 20 s timer only), a shorter short-polling wait. (Flush stays
+# synchronous: an asynchronous one may lose the unflushed tail in a crash, which the no-loss check does not allow.)
 #: 18 levels of seconds: every level and one past the last is cheap to simulate (the default table's last is 2 h).
 SHORT_TABLE = " ".join(f"{n}s" for n in range(1, 19))
 BROKER_OPTIONS: tuple[dict[str, Any], ...] = (
@@ -130,7 +133,7 @@ BROKER_OPTIONS: tuple[dict[str, Any], ...] = (
     {"message_delay_level": "1s 3s 10s 1m"},
     {"long_polling_enable": False},
     {"notify_consumer_ids_changed_enable": False},
-    {"flush": "async", "message_delay_level": "2s 4s"},
+    {"message_delay_level": "2s 4s", "short_polling_time_ms": 500},
 )
 # Request codes a fault may hit; the ones on the paths of messages and offsets are listed twice (drawn more often).
 FAULT_REQUESTS = (
@@ -243,6 +246,8 @@ class SystemMachine(RuleBasedStateMachine):
         self.copies: Counter[tuple[str, str]] = Counter()  # (topic, msg id) -> stored copies
         self.origin: dict[str, int] = {}  # msg id -> when it was first stored in its topic
         self.parked: dict[str, int] = {}  # msg id -> when (ms) it was first stored in the schedule topic
+        self.reshaped: dict[tuple[str, str], int] = {}  # (topic, broker) -> queues it must get back at settle
+        self.reshaped_ms: int | None = None  # when a topic was last reshaped (simulated ms)
         self.origin_queue: dict[str, MessageQueue] = {}  # msg id -> the queue it was first stored in
         self.overlaps: dict[tuple[str, MessageQueue], list[list[Any]]] = {}  # [start, end or None] seqs
         self.records: dict[str, list[tuple[int, str, str]]] = defaultdict(list)  # broker -> (clo, topic, msg id)
@@ -606,7 +611,9 @@ class SystemMachine(RuleBasedStateMachine):
         mode = CommunicationMode[ev.mode] if ev.mode in CommunicationMode.__members__ else CommunicationMode.SYNC
         if len(brokers) > send_retry.attempt_limit(mode):
             self._violate(f"SEND-1: {ev.msg_id} sent {len(brokers)} times in {ev.mode}")
-        recent_down = self.broker_down_ms is not None and ev.ts_ms - self.broker_down_ms <= ROUTE_STALE_MS
+        # A route may list one writable broker for a while after a broker went down or a topic was reshaped.
+        recent_down = any(t is not None and ev.ts_ms - t <= ROUTE_STALE_MS
+                          for t in (self.broker_down_ms, self.reshaped_ms))
         if len(brokers) >= 2 and brokers[-1] == brokers[-2] and not recent_down:
             self._violate(f"SEND-13: retry of {ev.msg_id} went to {ev.broker} again with both brokers up")
 
@@ -756,6 +763,33 @@ class SystemMachine(RuleBasedStateMachine):
         self.broker_down_ms = self.cluster.now_ms()
         self._disturbed("broker-restart")
 
+    @rule(topic=st.sampled_from(sorted(TOPICS)), broker=st.sampled_from(BROKERS),
+          shape=st.sampled_from(("more_write", "more_read", "read_only", "write_only")))
+    def reshape_topic(self, topic: str, broker: str, shape: str) -> None:
+        """An admin changes the topic on one broker: more write than read queues (producers fill a queue consumers
+        do not read yet), more read than write queues, read-only (producers go to the other broker or fail) or
+        write-only (consumers drop the broker's queues). ``settle`` gives it read-write queues enough for every queue
+        written, so what was stored there is due again."""
+        assert self.cluster is not None
+        config = self.cluster.broker(broker).topics.get(topic)
+        if config is None:
+            return
+        n = max(config.read_queue_nums, config.write_queue_nums)
+        read, write, perm = {"more_write": (n, n + 1, DEFAULT_PERM), "more_read": (n + 1, n, DEFAULT_PERM),
+                             "read_only": (n, n, PERM_READ), "write_only": (n, n, PERM_WRITE)}[shape]
+        self.cluster.create_topic(topic, read_queues=read, write_queues=write, perm=perm, brokers=[broker])
+        self.reshaped[(topic, broker)] = max(read, write, self.reshaped.get((topic, broker), 0))
+        self.reshaped_ms = self.cluster.now_ms()
+        self._disturbed("topic-reshaped")
+
+    def _restore_topics(self) -> None:
+        """settle: every reshaped topic back to read-write, as many read as write queues, none fewer than ever."""
+        assert self.cluster is not None
+        for (topic, broker), n in sorted(self.reshaped.items()):
+            self.cluster.create_topic(topic, read_queues=n, write_queues=n, perm=DEFAULT_PERM, brokers=[broker])
+            self.reshaped_ms = self.cluster.now_ms()
+        self.reshaped.clear()
+
     @rule(broker=st.sampled_from(BROKERS), segments=st.integers(1, 2))
     def delete_old_data(self, broker: str, segments: int) -> None:
         """The oldest commit-log segments of ``broker`` are deleted: what they held may be lost to groups that had
@@ -810,6 +844,7 @@ class SystemMachine(RuleBasedStateMachine):
         assert self.cluster is not None
         self.settles += 1
         self.cluster.faults.clear()
+        self._restore_topics()
         for group in GROUPS:
             if not self.live[group]:
                 self._start_consumer(group)

@@ -377,3 +377,30 @@ def test_every_fixture_reports_exactly_as_recorded() -> None:
     assert sorted(got) == sorted(recorded)
     for name in sorted(got):
         assert got[name] == recorded[name], name
+
+
+def _derived_rows(deleted_at: int | None = None) -> list[dict[str, Any]]:
+    """m1 and m2 stored on broker-a:0, received by c1 in a pull answer (derived deliveries), two commits passing
+    m1 (offset 0) before c1 sends it back; ``deleted_at``: a store.delete of the queue up to 1 between the commits."""
+    b = fx.TraceBuilder("derived")
+    for msg in ("m1", "m2"):
+        b.store_put(fx.BROKER_A, fx.TOPIC, 0, msg)
+    for offset in (0, 1):
+        row = b.deliver("c1", fx.GROUP, fx.TOPIC, fx.BROKER_A, 0, offset)
+        row["derived"] = "pull_answer"
+    b.commit(fx.BROKER_A, fx.GROUP, fx.TOPIC, 0, 1)
+    if deleted_at is not None:
+        b.store_delete(fx.BROKER_A, fx.TOPIC, 0, deleted_at)
+    b.commit(fx.BROKER_A, fx.GROUP, fx.TOPIC, 0, 2)
+    b.sendback("c1", fx.GROUP, fx.TOPIC, "m1", 1, "%RETRY%" + fx.GROUP, delay_level=3, via="broker")
+    return b.rows
+
+
+def test_every_commit_passing_a_received_message_before_its_send_back_is_a_violation() -> None:
+    """A derived delivery is judged once it is sent back: each commit that passed it in between is a violation
+    (two here), unless a deletion below the commit came first (then only the commit before it); m2, never sent
+    back, is not judged."""
+    result = check_python(_derived_rows()).result("offset_not_past_unconsumed")
+    assert (result.judged, result.violations) == (1, 2)
+    exempt = check_python(_derived_rows(deleted_at=1)).result("offset_not_past_unconsumed")
+    assert (exempt.judged, exempt.violations) == (1, 1)

@@ -795,6 +795,14 @@ def _send_attempt_gap() -> list[Row]:
     return d.rows()
 
 
+def _send_attempt_repeated() -> list[Row]:
+    """(a): m1's attempt 2 is sent twice: attempts are numbered 1, 2, ... without gaps or repeats."""
+    d = _draft("violates-send_retry/attempt_repeated")
+    again = {k: v for k, v in d.row("attempt:m1:2").items() if k not in ("trace_id", "seq", "ts_ms", "node", "kind")}
+    d.insert("attempt:m1:2", "send.attempt", d.row("attempt:m1:2")["node"], **again)
+    return d.rows()
+
+
 def _send_oneway_retried() -> list[Row]:
     """(a): a ONEWAY send makes exactly one attempt (SEND-9); m1 makes two."""
     d = _draft("violates-send_retry/oneway_retried")
@@ -1193,6 +1201,22 @@ def _allowed_deleted_before_delivery() -> list[Row]:
     return _rows_of("allowed-deleted_before_delivery", tail=tail)
 
 
+def _lost_deleted_up_to_the_copy() -> list[Row]:
+    """(b): the queue's data is deleted up to m8's offset (min offset == m8's): m8 itself is still there, due to G,
+    and never consumed (only a min offset past the copy exempts it)."""
+    def tail(b: TraceBuilder) -> None:
+        _produce(b, "m8", BROKER_A)
+        b.store_delete(BROKER_A, TOPIC, 0, b.labels["put:m8"]["offset"], label="delete:a0")
+    return _rows_of("violates-no_lost_message/deleted_up_to_the_copy", tail=tail)
+
+
+def _allowed_retry_level_one() -> list[Row]:
+    """A broker sends m3's retry copy with delay level 1 (a consumer's explicit level): any level >= 1 is a retry."""
+    d = _draft("allowed-retry_level_one")
+    d.set("sendback:m3", delay_level=1)
+    return d.rows()
+
+
 def _allowed_late_group() -> list[Row]:
     """Group G2 subscribes after every message was stored and consumes nothing: nothing was due to it."""
     def tail(b: TraceBuilder) -> None:
@@ -1334,6 +1358,8 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "send_retry/too_many_async_attempts": _send_too_many_async_attempts,
     "send_retry/oneway_retried": _send_oneway_retried,
     "send_retry/attempt_gap": _send_attempt_gap,
+    "send_retry/attempt_repeated": _send_attempt_repeated,
+    "no_lost_message/deleted_up_to_the_copy": _lost_deleted_up_to_the_copy,
     "send_retry/retry_after_final": _send_retry_after_final,
     "send_retry/over_budget": _send_over_budget,
     "send_retry/same_broker": _send_same_broker,
@@ -1388,6 +1414,7 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "regression_wider_window": _allowed_regression_wider_window,
     "derived_delivery_committed": _allowed_derived_delivery_committed,
     "derived_client_pull_status": _allowed_derived_client_pull_status,
+    "retry_level_one": _allowed_retry_level_one,
 }
 
 #: The allowed tallies of the healthy run: its one duplicate, after c2's crash and restart.
@@ -1458,6 +1485,8 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "send_retry/too_many_async_attempts": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/oneway_retried": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/attempt_gap": (_at("send.attempt", msg_id="m1", attempt=3),),
+    "send_retry/attempt_repeated": (_at("send.attempt", 1, msg_id="m1", attempt=2),),
+    "no_lost_message/deleted_up_to_the_copy": (_at("store.put", msg_id="m8"),),
     "send_retry/retry_after_final": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/over_budget": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/same_broker": (_at("send.attempt", msg_id="m1", attempt=2),),
