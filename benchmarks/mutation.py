@@ -207,7 +207,8 @@ COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
                                    "refimpl/client/consume_service.py"), "consume_retry"),
     "transactions": (("refimpl/broker/transaction.py", "refimpl/client/transaction.py"), "transaction_check"),
     "name server, routes": (("refimpl/namesrv.py", "refimpl/route.py"), "system"),
-    "wire codec": (("refimpl/frame.py", "refimpl/remoting.py", "refimpl/message.py", "refimpl/tcp.py"), "system"),
+    "wire codec, in-process network": (("refimpl/frame.py", "refimpl/remoting.py", "refimpl/message.py"), "system"),
+    "socket server (serve)": (("refimpl/tcp.py", "refimpl/wireloop.py", "refimpl/served.py"), "system"),
 }
 
 

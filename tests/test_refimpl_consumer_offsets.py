@@ -132,3 +132,19 @@ def test_local_store_in_memory_survives_a_restart_on_the_same_runtime_only() -> 
     elsewhere.load()
     assert elsewhere.memory_offset(MQ) == -1
     assert encode_offsets({}) == json.dumps({"offsetTable": []}, indent=2)
+
+
+def test_an_offset_is_dirty_from_zero_until_persisted() -> None:
+    """``dirty``: a queue whose in-memory offset (0 included) differs from what was last persisted; none when it
+    has no offset or is persisted."""
+    with Cluster(brokers=1, seed=1) as cluster:
+        cluster.create_topic("T", queues=1)
+        store = RemoteBrokerOffsetStore(started_instance(cluster), "CG")
+        assert not store.dirty([MQ])
+        store.update_offset(MQ, 0, False)
+        assert store.dirty([MQ])
+        store.persist(MQ)
+        cluster.run_until_idle()
+        assert not store.dirty([MQ])
+        store.update_offset(MQ, 2, True)
+        assert store.dirty([MQ])

@@ -414,3 +414,19 @@ def test_any_history_leaves_consistent_tables_bounded_by_live_registrations(
             client.close()
     w.runtime.run_until_idle()
     assert tables_empty(w.namesrv)
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"filterServerList": 5}', b'{"topicConfigSerializeWrapper": 5}',
+    b'{"topicConfigSerializeWrapper": {"topicConfigTable": {"T": {"readQueueNums": "x"}}}}',
+])
+def test_a_register_body_of_the_wrong_shape_is_a_system_error(raw: bytes) -> None:
+    """Whatever the body's decoding trips on (a wrong type, a missing member, a bad number), the name server answers
+    SYSTEM_ERROR naming it and registers nothing."""
+    w = World()
+    fields = {"brokerName": "broker-a", "brokerAddr": A, "clusterName": "DefaultCluster", "haServerAddr": A,
+              "brokerId": 0, "compressed": False, "bodyCrc32": zlib.crc32(raw) & 0x7FFFFFFF}
+    answer = w.call(w.client("broker-a"), RemotingCommand.request(RequestCode.REGISTER_BROKER, fields, raw))
+    assert answer.code == ResponseCode.SYSTEM_ERROR
+    assert (answer.remark or "").startswith("Failed to decode RegisterBrokerBody")
+    assert A not in w.namesrv.broker_live_table

@@ -520,14 +520,14 @@ def _deleted_queue_store_on(runtime: SimulatedRuntime, disk: MemoryDisk) -> tupl
     return store, store.delete_oldest_segments(store.stats()["segments"] - 1)
 
 
-@pytest.mark.parametrize("segment_bytes", [1 << 20, 5000])
+@pytest.mark.parametrize("segment_bytes", [1 << 20, 4100])
 def test_consume_queues_are_rebuilt_when_lost(segment_bytes: int) -> None:
     """Rebuilt from the commit log, the consume queues are the ones lost; with commit-log segments whose size is not
     a power of two too (a message's offset is its segment's base plus its position, not a bitwise mix)."""
     runtime = SimulatedRuntime()
     disk = MemoryDisk()
     store = make_store(runtime, disk=disk, cq_segment_entries=7, segment_bytes=segment_bytes)
-    for i in range(30):
+    for i in range(60):  # over 6 KB: two segments of 4100 bytes
         put(store, queue_id=i % 3, tags="A" if i % 2 else None, properties={Property.DELAY_TIME_LEVEL: "2"}
             if i == 5 else {})
     prepared = put(store, sys_flag=protocol.TRANSACTION_PREPARED_TYPE)
