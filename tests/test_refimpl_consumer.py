@@ -685,3 +685,4 @@ def test_advancing_a_real_clock_sleeps_that_long() -> None:
         before = cluster.now_ms()
         cluster.advance(30)
         assert cluster.now_ms() - before >= 30
+
