@@ -198,43 +198,39 @@ def _traces_with(clean: dict[str, list[Row]], candidates: Callable[[Sequence[Row
     return sorted(name for name, rows in clean.items() if candidates(rows))
 
 
+def _resolved_twice(rows: Sequence[Row], row: Row) -> tuple[list[Row], tuple[str, int]]:
+    mutated, copy_seq = duplicated(rows, row)
+    return mutated, ("txn.end", copy_seq)
+
+
+def _retried_early(rows: Sequence[Row], row: Row) -> tuple[list[Row], tuple[str, int]]:
+    mutated, moved = retried_early(rows, row)
+    return mutated, ("send.attempt", moved)
+
+
+#: Mutations of one row a rule forbids: the rows to pick from, the mutation (the trace and the (kind, seq) the
+#: violation must name), the invariant that names it.
+ROW_MUTATIONS: dict[str, tuple[Callable[[Sequence[Row]], list[Row]],
+                               Callable[[Sequence[Row], Row], tuple[list[Row], tuple[str, int]]], str]] = {
+    "duplicated resolution": (resolutions, _resolved_twice, "transaction"),
+    "check past the maximum": (checks, lambda rows, r: (over_max(rows, r), ("txn.check", r["seq"])), "transaction"),
+    "retry before its result": (retries, _retried_early, "send_retry"),
+    "undelayed retry copy": (retry_sendbacks, lambda rows, r: (undelayed(rows, r), ("sendback", r["seq"])),
+                             "retry_delay_dlq"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_MUTATIONS))
 @scaled_settings(20)
-@given(st.data())
-def test_a_duplicated_resolution_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
-    rows = clean[data.draw(st.sampled_from(_traces_with(clean, resolutions)), label="trace")]
-    end = data.draw(st.sampled_from(resolutions(rows)), label="resolution")
-    mutated, copy_seq = duplicated(rows, end)
+@given(data=st.data())
+def test_a_forbidden_change_of_one_row_is_caught(clean: dict[str, list[Row]], name: str,
+                                                 data: st.DataObject) -> None:
+    candidates, mutate, invariant = ROW_MUTATIONS[name]
+    rows = clean[data.draw(st.sampled_from(_traces_with(clean, candidates)), label="trace")]
+    row = data.draw(st.sampled_from(candidates(rows)), label="row")
+    mutated, where = mutate(rows, row)
     found = violated(check_python(mutated))
-    assert found.get("transaction") == [("txn.end", copy_seq)], found
-
-
-@scaled_settings(20)
-@given(st.data())
-def test_a_check_past_the_maximum_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
-    rows = clean[data.draw(st.sampled_from(_traces_with(clean, checks)), label="trace")]
-    check = data.draw(st.sampled_from(checks(rows)), label="check")
-    found = violated(check_python(over_max(rows, check)))
-    assert found.get("transaction") == [("txn.check", check["seq"])], found
-
-
-@scaled_settings(20)
-@given(st.data())
-def test_a_retry_moved_before_the_result_it_follows_is_caught(clean: dict[str, list[Row]],
-                                                             data: st.DataObject) -> None:
-    rows = clean[data.draw(st.sampled_from(_traces_with(clean, retries)), label="trace")]
-    attempt = data.draw(st.sampled_from(retries(rows)), label="retry")
-    mutated, moved = retried_early(rows, attempt)
-    found = violated(check_python(mutated))
-    assert found.get("send_retry") == [("send.attempt", moved)], found
-
-
-@scaled_settings(20)
-@given(st.data())
-def test_an_undelayed_retry_copy_is_caught(clean: dict[str, list[Row]], data: st.DataObject) -> None:
-    rows = clean[data.draw(st.sampled_from(_traces_with(clean, retry_sendbacks)), label="trace")]
-    sendback = data.draw(st.sampled_from(retry_sendbacks(rows)), label="send-back")
-    found = violated(check_python(undelayed(rows, sendback)))
-    assert ("sendback", sendback["seq"]) in found.get("retry_delay_dlq", []), found
+    assert where in found.get(invariant, []), found
 
 
 def test_the_clean_traces_offer_every_mutation(clean: dict[str, list[Row]]) -> None:
