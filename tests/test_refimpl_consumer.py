@@ -504,21 +504,28 @@ def test_dead_letter_after_max_reconsume_times() -> None:
         assert cluster.events_of(SendBack)[-1].target == dlq_topic("CG")
 
 
+def orderly_suspending(cluster: Cluster, seen: list, suspends: Any, max_reconsume_times: int) -> Any:
+    """Topic T, and an orderly consumer of group OG that records (body, reconsume times) of each delivery and
+    suspends the queue for 500 ms whenever ``suspends(msgs)``; the consumer, once it has started."""
+    cluster.create_topic("T", queues=1)
+
+    def listener(msgs: list[Any]) -> ConsumeOrderlyStatus:
+        seen.extend((m.body, m.reconsume_times) for m in msgs)
+        if suspends(msgs):
+            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        return ConsumeOrderlyStatus.SUCCESS
+
+    consumer = cluster.push_consumer("OG", "T", listener, orderly=True, max_reconsume_times=max_reconsume_times,
+                                     suspend_current_queue_time_ms=500)
+    cluster.advance(100)
+    return consumer
+
+
 def test_orderly_message_past_the_limit_goes_to_the_dead_letter_queue() -> None:
     with Cluster(brokers=1, seed=22) as cluster:
-        cluster.create_topic("T", queues=1)
-        producer = cluster.producer("PG")
         seen: list = []
-
-        def stuck(msgs):
-            seen.extend((m.body, m.reconsume_times) for m in msgs)
-            if msgs[0].body == b"bad":
-                return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
-            return ConsumeOrderlyStatus.SUCCESS
-
-        consumer = cluster.push_consumer("OG", "T", stuck, orderly=True, max_reconsume_times=2,
-                                         suspend_current_queue_time_ms=500)
-        cluster.advance(100)
+        consumer = orderly_suspending(cluster, seen, lambda msgs: msgs[0].body == b"bad", 2)
+        producer = cluster.producer("PG")
         bad = producer.send(Message("T", b"bad"))
         producer.send(Message("T", b"good"))
         cluster.run_until_idle()
@@ -533,17 +540,9 @@ def test_orderly_message_whose_dead_letter_send_fails_is_consumed_again_one_more
     """Past the limit the orderly consumer sends the message to the DLQ; when that fails it suspends and hands the
     message to the listener again with one more reconsume time (checkReconsumeTimes / sendMessageBack false)."""
     with Cluster(brokers=1, seed=22) as cluster:
-        cluster.create_topic("T", queues=1)
-        producer = cluster.producer("PG")
         seen: list = []
-
-        def stuck(msgs):
-            seen.extend((m.body, m.reconsume_times) for m in msgs)
-            return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT if len(seen) < 4 else \
-                ConsumeOrderlyStatus.SUCCESS
-
-        cluster.push_consumer("OG", "T", stuck, orderly=True, max_reconsume_times=1, suspend_current_queue_time_ms=500)
-        cluster.advance(100)
+        orderly_suspending(cluster, seen, lambda _msgs: len(seen) < 4, 1)
+        producer = cluster.producer("PG")
         producer.send(Message("T", b"bad"))
         # The consumer's DLQ send fails, every attempt of it (its producer tries 3 times).
         cluster.faults.fail("broker-a", "SEND_MESSAGE_V2", times=3)

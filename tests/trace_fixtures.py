@@ -44,7 +44,7 @@ from rocketspec.traces.invariants import (
     TXN_COMMITTED,
     TXN_ROLLED_BACK,
 )
-from rocketspec.traces.wiretap import PULL_ANSWER
+from rocketspec.traces.schema import PULL_ANSWER
 
 Row = dict[str, Any]
 

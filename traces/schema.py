@@ -102,9 +102,16 @@ COLUMNS: tuple[Column, ...] = (
     Column("role", STRING, "client.lifecycle: producer, push_consumer, lite_pull_consumer, ..."),
     Column("detail", STRING, "free text"),
     Column("derived", STRING, "set when the row was inferred from the wire, not seen happen: what it was read from "
-           "(a tap's broker-side rows: send_answer, pull_answer, commit_request, check_request; its consume.deliver "
-           "rows: pull_answer)"),
+           "(a tap's broker-side rows: send_answer, pull_answer, commit_request, check_request; its client-side "
+           "pull.response and consume.deliver rows: pull_answer)"),
 )
+
+#: The ``derived`` values: what on the wire a row was read from (a send's answer, a pull's answer, a commit request,
+#: a check-back request).
+SEND_ANSWER = "send_answer"
+PULL_ANSWER = "pull_answer"
+COMMIT_REQUEST = "commit_request"
+CHECK_REQUEST = "check_request"
 
 COLUMN_TYPES: dict[str, str] = {c.name: c.type for c in COLUMNS}
 CORE: tuple[str, ...] = ("trace_id", "seq", "ts_ms", "node", "kind")

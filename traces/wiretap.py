@@ -132,14 +132,9 @@ from rocketspec.spec.send_retry import (
     status_retried,
 )
 from rocketspec.traces.invariants import tag_matches
+from rocketspec.traces.schema import CHECK_REQUEST, COMMIT_REQUEST, PULL_ANSWER, SEND_ANSWER
 
 log = logging.getLogger("rocketspec.wiretap")
-
-#: The ``derived`` values of the rows inferred from the wire: what each was read from.
-SEND_ANSWER = "send_answer"
-PULL_ANSWER = "pull_answer"
-COMMIT_REQUEST = "commit_request"
-CHECK_REQUEST = "check_request"
 
 SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 #: Requests whose answer this observer reads (others are not kept waiting for one).
