@@ -743,12 +743,13 @@ class MessageStore:
         return result
 
     def _store_timestamp(self, phy: int, size: int) -> int:
-        """``CommitLog.pickupStoreTimestamp``: -1 when the message is gone."""
+        """``CommitLog.pickupStoreTimestamp``: -1 when the message is gone, or not whole within the written data
+        (``getMessage(offset, size)`` selects nothing past the read position)."""
         segment = self._segment_at(phy)
         if segment is None:
             return -1
         pos = phy - segment.base
-        if pos + min(size, codec.STORED_FIXED_BYTES) > segment.length or size < codec.STORED_FIXED_BYTES:
+        if pos + size > segment.length or size < codec.STORED_FIXED_BYTES:
             return -1
         sys_flag = _I32.unpack_from(segment.data, pos + 36)[0]
         ts_pos = codec.STORE_TIMESTAMP_POS + (12 if sys_flag & protocol.SYSFLAG_BORNHOST_V6 else 0)

@@ -7,10 +7,12 @@ and assert that the broken rule is caught.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.util
 import inspect
 import itertools
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -20,6 +22,8 @@ from rocketspec.contracts import CONDITION_TIMEOUT_S, CrosshairRun, run_crosshai
 
 _counter = itertools.count()
 _root = Path(tempfile.mkdtemp(prefix="rocketspec-mutants-"))
+# Each test process makes one; a CI machine runs the suite often, so the copies go when the process ends.
+atexit.register(shutil.rmtree, _root, ignore_errors=True)
 
 
 def mutant(module: ModuleType, old: str, new: str) -> ModuleType:

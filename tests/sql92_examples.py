@@ -37,6 +37,11 @@ EXAMPLES: tuple[tuple[str, dict[str, str], str], ...] = (
     ('a = --1', {'a': '1'}, 'TRUE'),
     ("\u212a = 'x'", {'\u212a': 'x'}, 'INVALID'),
     ('a = 1', {'a': 'abc'}, 'ERROR'),
+    # Long against Double: both widened to double (ComparisonExpression.__compare), so 2**53 + 1 equals 2**53.
+    ('3 < 3.5', {}, 'TRUE'),
+    ('9007199254740993 = 9007199254740992.0', {}, 'TRUE'),
+    ('9007199254740992.0 = 9007199254740993', {}, 'TRUE'),
+    ('9007199254740993 > 9007199254740992.0', {}, 'FALSE'),
     ('a = 1', {'a': '3000000000'}, 'ERROR'),
     ('a = 3000000000', {'a': '3000000000'}, 'TRUE'),
     ('a = 1', {'a': ' 1'}, 'ERROR'),

@@ -336,6 +336,24 @@ def test_offset_illegal_is_corrected_after_old_data_is_deleted() -> None:
         assert list(cluster.committed_offsets("CG", "T").values()) == [120]
 
 
+def test_broadcasting_consumer_corrects_an_illegal_offset_and_resumes() -> None:
+    """``DefaultMQPushConsumerImpl``, OFFSET_ILLEGAL: 10 s later the offset is set to the broker's next begin offset
+    and the queue dropped; the next rebalance adds it back and consumption resumes from there. Broadcasting: the
+    offsets live in the client only, so nothing on the broker says messages are still owed."""
+    with Cluster(brokers=1, seed=5, segment_bytes=4096) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        for i in range(120):
+            producer.send(Message("T", b"y" * 100 + str(i).encode()))
+        assert cluster.delete_old_data("broker-a", segments=2) == 2
+        low = cluster.broker("broker-a").store.min_offset("T", 0)
+        seen: list = []
+        cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                              message_model="BROADCASTING")
+        cluster.run_until_idle()
+        assert sorted(m.queue_offset for m in seen) == list(range(low, 120))
+
+
 def test_new_group_starts_at_zero_while_the_first_message_is_in_memory() -> None:
     """The broker answers QUERY_CONSUMER_OFFSET with 0 for a group without offset while offset 0 of the queue is
     still stored: CONSUME_FROM_LAST_OFFSET then reads the old messages too."""
@@ -445,6 +463,81 @@ def test_lite_pull_consumer_poll_commit_and_seek() -> None:
         consumer.shutdown()
         with pytest.raises(MQClientError):
             consumer.poll(timeout_ms=10)
+
+
+def poll_all(consumer: Any, want: int, rounds: int = 20) -> list:
+    got: list = []
+    for _ in range(rounds):
+        got.extend(consumer.poll(timeout_ms=1_000))
+        if len(got) >= want:
+            break
+    return got
+
+
+def test_lite_pull_resumes_from_the_committed_offset() -> None:
+    """``DefaultLitePullConsumerImpl.nextPullOffset``: with no seek and no pull offset yet, a queue starts where
+    ``computePullFromWhere`` says: the group's committed offset, not the queue's start."""
+    with Cluster(brokers=1, seed=21) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        mq = MessageQueue("T", "broker-a", 0)
+        for i in range(6):
+            producer.send(Message("T", str(i).encode()), queue=mq)
+        first = cluster.lite_pull_consumer("LG", "T", consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+                                           auto_commit=False, pull_batch_size=3)
+        got = first.poll(timeout_ms=1_000)
+        assert [int(m.body) for m in got] == [0, 1, 2]
+        first.commit()
+        cluster.advance(100)
+        first.shutdown()
+        cluster.run_until_idle()
+        assert cluster.committed_offsets("LG", "T") == {mq: 3}
+        second = cluster.lite_pull_consumer("LG", "T", consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        assert [int(m.body) for m in poll_all(second, 3)] == [3, 4, 5]
+
+
+def test_offset_queries_go_to_the_known_master_without_asking_the_name_server() -> None:
+    """``MQAdminImpl.maxOffset``/``minOffset``: the master's address comes from the client's route table; the name
+    server is asked only when the broker is not known (``findBrokerAddressInPublish`` returned null)."""
+    with Cluster(brokers=1, seed=23) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        mq = MessageQueue("T", "broker-a", 0)
+        for i in range(4):
+            producer.send(Message("T", str(i).encode()), queue=mq)
+        consumer = cluster.lite_pull_consumer("LG", queues=[mq], consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        assert [int(m.body) for m in poll_all(consumer, 4)] == [0, 1, 2, 3]
+        route_queries = cluster.faults.drop("namesrv", "GET_ROUTEINFO_BY_TOPIC")
+        consumer.seek_to_begin(mq)
+        assert [int(m.body) for m in poll_all(consumer, 4)] == [0, 1, 2, 3]
+        consumer.seek_to_end(mq)
+        assert route_queries.fired == 0
+
+
+def test_lite_pull_timestamp_defaults_to_half_an_hour_ago() -> None:
+    """``DefaultLitePullConsumer.consumeTimestamp`` defaults to 30 minutes before the start; the queue's offset is
+    the entry whose store time is nearest to it (``ConsumeQueue.getOffsetInQueueByTime``). The queue's oldest
+    messages are deleted first: while offset 0 is stored the broker answers a new group's offset query with 0
+    (``ConsumerManageProcessor.queryConsumerOffset``) and the timestamp is never used."""
+    with Cluster(brokers=1, seed=22, segment_bytes=4096) as cluster:
+        cluster.create_topic("T", queues=1)
+        producer = cluster.producer("PG")
+        mq = MessageQueue("T", "broker-a", 0)
+        stored: dict[int, int] = {}
+        cluster.advance(10 * 60_000)
+        for i in range(120):  # one message a minute for two hours
+            stored[i] = cluster.now_ms()
+            producer.send(Message("T", str(i).encode()), queue=mq)
+            cluster.advance(60_000)
+        assert cluster.delete_old_data("broker-a", segments=1) == 1
+        assert 0 < cluster.broker("broker-a").store.min_offset("T", 0) < 60
+        start = cluster.now_ms()
+        consumer = cluster.lite_pull_consumer("LG", "T", consume_from_where="CONSUME_FROM_TIMESTAMP",
+                                              pull_batch_size=32)
+        got = poll_all(consumer, 1, rounds=5)
+        target = start - 30 * 60_000
+        nearest = min(stored, key=lambda i: (abs(stored[i] - target), i))
+        assert got and int(got[0].body) == nearest
 
 
 def test_lite_pull_assign_and_auto_commit() -> None:
@@ -632,6 +725,32 @@ def test_orderly_handover_waits_for_the_running_batch() -> None:
         consumed = {item for seen in by_consumer.values() for item in seen}
         assert consumed == {(q, o) for q in (0, 1) for o in range(6)}
         assert sum(cluster.committed_offsets("OG", "T").values()) == 12
+
+
+def test_orderly_queue_stays_while_its_consume_lock_is_busy() -> None:
+    """``RebalancePushImpl.removeUnnecessaryMessageQueue``: an orderly queue given to another member is removed from
+    the process-queue table only once its consume lock is free within 1 s; while a batch runs, the queue stays
+    (dropped, the broker lock kept) and a later rebalance tries again (``updateProcessQueueTableInRebalance``)."""
+    with Cluster(brokers=1, seed=25) as cluster:
+        cluster.create_topic("T", queues=2)
+        producer = cluster.producer("PG")
+        a = cluster.push_consumer("OG", "T", collecting([], ConsumeOrderlyStatus.SUCCESS), orderly=True,
+                                  consume_duration_ms=5_000, consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.advance(100)
+        queues = [MessageQueue("T", "broker-a", i) for i in range(2)]
+        for i in range(12):
+            producer.send(Message("T", str(i).encode()), queue=queues[i % 2])
+        cluster.advance(1_000)
+        b = cluster.push_consumer("OG", "T", collecting([], ConsumeOrderlyStatus.SUCCESS), orderly=True,
+                                  consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        cluster.advance(1_500)  # A was told, rebalanced, and waited 1 s for the consume lock
+        table = a.rebalance.process_queue_table
+        given = [mq for mq, pq in table.items() if pq.dropped]
+        assert len(given) == 1 and table[given[0]].try_unlock_times == 1
+        assert cluster.broker("broker-a").locks.holder("OG", given[0]) is not None
+        cluster.run_until_idle()
+        assert given[0] not in a.rebalance.process_queue_table
+        assert b.assignment()["T"] == {given[0]}
 
 
 def test_a_successful_batch_acknowledges_every_message_without_an_ack_index() -> None:

@@ -221,6 +221,13 @@ def test_parquet_missing_column_and_wrong_type(tmp_path: Path, spark: Any) -> No
     _refused(tmp_path / "b.parquet", "column 'seq' has type string")
 
 
+def test_a_corrupt_parquet_file_is_one_line(tmp_path: Path, spark: Any) -> None:
+    """A file that is not Parquet: the reader's error (a Py4J error, not a PySpark one) becomes one line."""
+    (tmp_path / "c.parquet").write_bytes(b"PAR1 not really parquet")
+    message = _refused(tmp_path / "c.parquet", "cannot read the trace")
+    assert "\n" not in message
+
+
 @pytest.mark.parametrize(("text", "line"), [
     ("An error occurred while calling o947.count.\n: org.apache.spark.SparkException: Job aborted due to stage "
      "failure: Task 0 failed\n\tat org.apache.spark.Foo.bar(Foo.scala:1)\nCaused by: java.io.EOFException: port\n"

@@ -664,6 +664,18 @@ def _regression_without_cause() -> list[Row]:
     return d.rows()
 
 
+def _regression_after_excused_ones() -> list[Row]:
+    """G's committed offset of TopicOther on broker-a:0 goes 1, (a fault), 9, 5, 3, 6, 4. The falls to 5 and 3 are
+    excused: 1, the latest commit below them, came before the fault. The fall to 4 is not: 3, the latest commit
+    below 4, came after it (the window starts at the latest earlier commit strictly lower, not the first)."""
+    def tail(b: TraceBuilder) -> None:
+        b.commit(BROKER_A, GROUP, OTHER_TOPIC, 0, 1)
+        b.fault(BROKER_A, int(ResponseCode.SYSTEM_ERROR), "error", detail="a request to broker-a fails")
+        for offset in (9, 5, 3, 6, 4):
+            b.commit(BROKER_A, GROUP, OTHER_TOPIC, 0, offset)
+    return _rows_of("violates-offset_no_regression/back_past_an_excused_regression", tail=tail)
+
+
 # offset_not_past_unconsumed -------------------------------------------------------------------------------------
 
 def _commit_before_success() -> list[Row]:
@@ -842,6 +854,25 @@ def _send_same_broker() -> list[Row]:
     return _same_broker("violates-send_retry/same_broker", latency_fault=False)
 
 
+def _send_same_broker_after_an_allowed_one() -> list[Row]:
+    """(d): on TopicOther, whose route offers broker-a writable and broker-b read-only, m9's retry goes back to
+    broker-a (allowed: no other broker is writable), then m10's retry back to broker-b (a violation: broker-a is
+    writable). Each is judged against the route its send started with, not the send just before it."""
+    def tail(b: TraceBuilder) -> None:
+        b.route_update(PRODUCER, OTHER_TOPIC, [f"{BROKER_A}:0:6", f"{BROKER_B}:0:4"])
+        for msg_id, broker in (("m9", BROKER_A), ("m10", BROKER_B)):
+            b.send(PRODUCER, OTHER_TOPIC, broker, 0, msg_id, 1)
+            b.advance(3)
+            b.send_result(PRODUCER, OTHER_TOPIC, broker, 0, msg_id, 1, "ERROR", final=False,
+                          code=int(ResponseCode.SYSTEM_ERROR), latency_ms=3)
+        for msg_id, broker in (("m9", BROKER_A), ("m10", BROKER_B)):
+            b.send(PRODUCER, OTHER_TOPIC, broker, 0, msg_id, 2)
+            put = b.store_put(broker, OTHER_TOPIC, 0, msg_id)
+            b.send_result(PRODUCER, OTHER_TOPIC, broker, 0, msg_id, 2, "SEND_OK", final=True,
+                          code=int(ResponseCode.SUCCESS), offset=put["offset"], latency_ms=1)
+    return _rows_of("violates-send_retry/same_broker_after_an_allowed_one", tail=tail)
+
+
 # transaction ----------------------------------------------------------------------------------------------------
 
 def _txn_rolled_back_stored() -> list[Row]:
@@ -974,6 +1005,23 @@ def _retry_second_copy_too_early() -> list[Row]:
     """(b): of two sendbacks of m3 with the same count, the second one's copy is stored 1 ms before its delay
     (RETRY-8); the violation names the second sendback."""
     return _two_copies_of_m3("violates-retry_delay_dlq/second_copy_too_early", 1)
+
+
+def _retry_copy_early_beside_a_dead_letter() -> list[Row]:
+    """(b): c1 and c2 both consume m3's count-1 copy after a rebalance. c1 asks for level -1, so broker-a
+    dead-letters it undelayed (RETRY-7); c2's sendback makes a count-2 retry copy with a level, stored 1 ms before
+    its delay. Only copies to the retry topic pair with its puts: pairing the dead letter (made first) with the
+    retry put would leave the early copy unjudged."""
+    def tail(b: TraceBuilder) -> None:
+        again, delay = _m3_fails_again()
+        b.broker_sendback(BROKER_A, RETRY_TOPIC, "m3", again.reconsume_times, DLQ_TOPIC, delay_level=0,
+                          max_reconsume_times=3, label="sendback:m3:dlq")
+        b.store_put(BROKER_A, DLQ_TOPIC, 0, "m3", reconsume_times=again.reconsume_times, label="put:m3:dlq")
+        b.advance(2_000)
+        second = _m3_sent_back_by_broker_a(b, again, "sendback:m3:c2")
+        b.now = second["ts_ms"] + delay - 1
+        _m3_copy_stored(b, again, "put:m3:c2")
+    return _rows_of("violates-retry_delay_dlq/copy_early_beside_a_dead_letter", tail=tail)
 
 
 def _dlq_below_limit(name: str, copy_level: int) -> list[Row]:
@@ -1299,6 +1347,18 @@ def _allowed_broadcasting_duplicate() -> list[Row]:
     return _rows_of("allowed-broadcasting_duplicate", broadcasting=True, tail=tail)
 
 
+def _allowed_broadcasting_then_clustering_duplicate() -> list[Row]:
+    """A BROADCASTING group's duplicate of m2 (not checked), then c1 of the clustering group G consumes m2 again:
+    that later duplicate is still judged, and allowed by the rebalance since m2 was stored (c2 joining)."""
+    def tail(b: TraceBuilder) -> None:
+        b.pull(C3, BROADCAST_GROUP, TOPIC, BROKER_A, 0, 0)
+        b.consume(C3, BROADCAST_GROUP, TOPIC, BROKER_A, 0, 0, "CONSUME_SUCCESS")
+        b.consume(C3, BROADCAST_GROUP, TOPIC, BROKER_A, 0, 0, "CONSUME_SUCCESS")
+        b.pull(C1, GROUP, TOPIC, BROKER_A, 0, 0)
+        b.consume(C1, GROUP, TOPIC, BROKER_A, 0, 0, "CONSUME_SUCCESS")
+    return _rows_of("allowed-broadcasting_then_clustering_duplicate", broadcasting=True, tail=tail)
+
+
 def _allowed_same_broker_async() -> list[Row]:
     """m1's ASYNC retry goes back to broker-b, which just failed: (d) holds for SYNC sends only (an ASYNC retry of a
     selector send keeps its broker)."""
@@ -1345,6 +1405,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "duplicates_allowed/other_group_disturbed": _duplicate_other_group_disturbed,
     "duplicates_allowed/shared_before": _duplicate_shared_before,
     "offset_no_regression/back_without_cause": _regression_without_cause,
+    "offset_no_regression/back_past_an_excused_regression": _regression_after_excused_ones,
     "offset_not_past_unconsumed/commit_before_success": _commit_before_success,
     "offset_not_past_unconsumed/commit_before_sendback": _commit_before_sendback,
     "single_owner/allocation": _owner_wrong_allocation,
@@ -1363,6 +1424,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "send_retry/retry_after_final": _send_retry_after_final,
     "send_retry/over_budget": _send_over_budget,
     "send_retry/same_broker": _send_same_broker,
+    "send_retry/same_broker_after_an_allowed_one": _send_same_broker_after_an_allowed_one,
     "transaction/resolved_twice": _txn_resolved_twice,
     "transaction/resolved_twice_after_unknown_answer": _txn_resolved_twice_after_unknown_answer,
     "transaction/rolled_back_stored": _txn_rolled_back_stored,
@@ -1377,6 +1439,7 @@ VIOLATIONS: dict[str, Callable[[], list[Row]]] = {
     "retry_delay_dlq/retry_past_limit": _retry_past_limit,
     "retry_delay_dlq/second_copy_too_early": _retry_second_copy_too_early,
     "retry_delay_dlq/broker_copy_early_beside_client_copy": _retry_broker_copy_early_beside_client_copy,
+    "retry_delay_dlq/copy_early_beside_a_dead_letter": _retry_copy_early_beside_a_dead_letter,
 }
 
 #: Variants that look suspicious but violate nothing.
@@ -1399,6 +1462,7 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "commit_past_after_deletion": _allowed_commit_past_after_deletion,
     "check_max_zero": _allowed_check_max_zero,
     "broadcasting_duplicate": _allowed_broadcasting_duplicate,
+    "broadcasting_then_clustering_duplicate": _allowed_broadcasting_then_clustering_duplicate,
     "same_broker_async": _allowed_same_broker_async,
     "pull_error_without_status": _allowed_pull_error_without_status,
     "recommit_after_regression": _allowed_recommit_after_regression,
@@ -1436,6 +1500,7 @@ ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
                                           "retry_delay_dlq": {STORED_TWICE: 1}},
     "duplicate_shared_queue": {"duplicates_allowed": {CLIENT: 1, SHARED_QUEUE: 1}},
     "regression_wider_window": {"offset_no_regression": {FAULT: 1}},
+    "broadcasting_then_clustering_duplicate": {"duplicates_allowed": {CLIENT: 1, REBALANCE: 1}},
 }
 
 #: Per violating variant, the allowed counts that differ from the healthy run's: c2's restart assignment changes
@@ -1443,6 +1508,7 @@ ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
 VIOLATION_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "single_owner/overlap": {"duplicates_allowed": {REBALANCE: 1}},
     "no_lost_message/ack_not_stored_cut": {"no_lost_message": {SKIPPED: 1}},
+    "offset_no_regression/back_past_an_excused_regression": {"offset_no_regression": {FAULT: 2}},
 }
 
 
@@ -1466,6 +1532,7 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "duplicates_allowed/other_group_disturbed": (_at("consume.result", -1, msg_id="m2"),),
     "duplicates_allowed/shared_before": (_at("consume.result", -1, msg_id="m8"),),
     "offset_no_regression/back_without_cause": (_at("offset.commit", -1, topic=TOPIC, broker=BROKER_A, offset=4),),
+    "offset_no_regression/back_past_an_excused_regression": (_at("offset.commit", topic=OTHER_TOPIC, offset=4),),
     "offset_not_past_unconsumed/commit_before_success": (_at("offset.commit", topic=TOPIC, broker=BROKER_A,
                                                              offset=1),),
     "offset_not_past_unconsumed/commit_before_sendback": (_at("offset.commit", 0, topic=TOPIC, broker=BROKER_A,
@@ -1490,6 +1557,7 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "send_retry/retry_after_final": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/over_budget": (_at("send.attempt", msg_id="m1", attempt=2),),
     "send_retry/same_broker": (_at("send.attempt", msg_id="m1", attempt=2),),
+    "send_retry/same_broker_after_an_allowed_one": (_at("send.attempt", msg_id="m10", attempt=2),),
     # (a) names the second resolution.
     "transaction/resolved_twice": (_at("txn.end", 1, msg_id="m6", result=TXN_COMMITTED),),
     "transaction/resolved_twice_after_unknown_answer": (_at("txn.end", msg_id="m6", result=TXN_ROLLED_BACK),),
@@ -1505,6 +1573,8 @@ VIOLATING_ROWS: dict[str, tuple[Callable[[Sequence[Row]], set[int]], ...]] = {
     "retry_delay_dlq/second_copy_too_early": (_at("sendback", 1, msg_id="m3", topic=RETRY_TOPIC),),
     "retry_delay_dlq/broker_copy_early_beside_client_copy": (
         _at("sendback", msg_id="m3", topic=RETRY_TOPIC, via="broker", reconsume_times=2),),
+    "retry_delay_dlq/copy_early_beside_a_dead_letter": (_at("sendback", msg_id="m3", target=RETRY_TOPIC,
+                                                            reconsume_times=2),),
 }
 
 
