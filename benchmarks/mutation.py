@@ -18,7 +18,8 @@ What it does:
    ``mutate_code``), the tests that cover the mutated line run fastest first, up to 30 s of their normal time, and
    stop at the first failure (``pytest -x``), and the file is restored. A line run only at import (a constant, a
    class body) counts as covered by every test of its module; mutants inside postponed type annotations are left
-   out (nothing evaluates them). The Spark checker's module, which only slow tests reach, runs the Spark agreement
+   out (nothing evaluates them). Test ids the map names but the copy no longer has (renamed since the map was
+   made) are dropped. The Spark checker's module, which only slow tests reach, runs the Spark agreement
    tests instead (``FIXED_TESTS``). Outcomes: ``killed`` (a test failed), ``timeout`` (the tests took
    more than three times their normal time plus 60 s: counted killed, the usual infinite loop), ``survived``,
    ``no_tests`` (no test runs that line: counted survived), ``incompetent`` (the mutant does not compile: not
@@ -330,6 +331,22 @@ def is_equivalent(result: dict[str, Any], known: list[dict[str, str]]) -> str | 
     return None
 
 
+_COLLECTED: dict[Path, frozenset[str]] = {}
+_COLLECT_LOCK = threading.Lock()
+
+
+def collected_ids(copy: Path) -> frozenset[str]:
+    """The test ids the copy's suite has (slow ones included), collected once per copy: a map made at an older
+    commit may name tests renamed since (a parametrized case's id), which pytest would refuse as a whole."""
+    with _COLLECT_LOCK:
+        if copy not in _COLLECTED:
+            out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "--slow", "-p",
+                                  "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", "tests"],
+                                 cwd=copy, env=copy_env(copy), capture_output=True, text=True).stdout
+            _COLLECTED[copy] = frozenset(line.strip() for line in out.splitlines() if "::" in line)
+        return _COLLECTED[copy]
+
+
 def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> dict[str, Any]:
     path = copy / mutant["path"]
     original = path.read_text()
@@ -350,6 +367,10 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
     if not covering and set(span) & set(test_map["imported"].get(mutant["path"], ())):
         # A line run at import (a constant, a class body, a default): every test of the module depends on it.
         covering = {t for tests in per_line.values() for t in tests}
+    known = collected_ids(copy)
+    if known:
+        result["stale"] = len(covering - known)
+        covering &= known
     times = test_map["times"]
     ordered = sorted(covering, key=lambda t: (times.get(t, 1.0), t))
     chosen, budget = [], 0.0
@@ -471,10 +492,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     earlier: list[dict[str, Any]] = []
     if args.rerun:
         earlier = json.loads(args.rerun.read_text())["results"]
+        again = (*COUNTED_SURVIVED, "error")  # the survivors, and the mutants a stale test id left unjudged
         sample = [{k: r[k] for k in ("path", "operator", "occurrence", "line", "col", "end_line") if k in r}
-                  for r in earlier if r["outcome"] in COUNTED_SURVIVED]
-        earlier = [r for r in earlier if r["outcome"] not in COUNTED_SURVIVED]
-        print(f"rerunning the {len(sample)} survivors of {args.rerun}", file=sys.stderr)
+                  for r in earlier if r["outcome"] in again]
+        earlier = [r for r in earlier if r["outcome"] not in again]
+        print(f"rerunning the {len(sample)} survivors and unjudged mutants of {args.rerun}", file=sys.stderr)
     else:
         mutants = enumerate_mutants(modules_of(paths))
         sample = mutants if args.sample <= 0 or args.sample >= len(mutants) else \

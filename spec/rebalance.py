@@ -198,6 +198,13 @@ CLAUSES = ClauseTable(
             "nothing and leaves its registration until the broker evicts it and its locks until they expire.",
             "DefaultMQPushConsumerImpl.shutdown; ConsumeMessageOrderlyService.shutdown; ClientHousekeepingService",
         ),
+        Clause(
+            "REB-24",
+            "A broker restart loses its lock table (kept in memory only): each lock flag on its queues is then "
+            "unbacked, and orderly batches go on under it (a batch checks only the ProcessQueue), until the holder's "
+            "next lockAll, which takes the lock again unless another consumer took it first (REB-17).",
+            "RebalanceLockManager.mqLockTable; BrokerController; ConsumeMessageOrderlyService.ConsumeRequest.run",
+        ),
     ),
 )
 
@@ -785,8 +792,8 @@ class ProcessQueueState:
     """One process-queue table entry.
 
     ``offset``: the consumer's in-memory offset; ``locked``: the orderly lock flag, meaning locked and not
-    expired (REB-16); ``unbacked``: a ghost flag the spec keeps to mark a lock flag that REB-19 left without a
-    broker lock behind it. Orderly batches are single steps: a batch still running when a rebalance drops the
+    expired (REB-16); ``unbacked``: a ghost flag the spec keeps to mark a lock flag that REB-19 or REB-24 left
+    without a broker lock behind it. Orderly batches are single steps: a batch still running when a rebalance drops the
     queue is the rebalance's ``busy`` choice (REB-14), and since such a batch commits nothing (REB-16) it needs
     no state of its own.
     """
@@ -833,7 +840,8 @@ class Setup:
     """What does not change during a run: the group's topic, its queues (sorted), ids, strategy and mode.
 
     ``messages``: the offsets of the first ``loaded`` queues are tracked up to ``messages`` (the others' are
-    abstracted away and stay 0); ``flaps``: how often the brokers may evict a running consumer.
+    abstracted away and stay 0); ``flaps``: how often the brokers may evict a running consumer; ``restarts``: how
+    often a broker may restart (orderly groups: its locks go, REB-24).
     """
 
     topic: str
@@ -846,6 +854,7 @@ class Setup:
     profile: VersionProfile
     shrinking_route: bool
     flaps: int = 0
+    restarts: int = 0
     options: tuple[tuple[str, object], ...] = ()
     _positions: Mapping[MessageQueue, int] = attrs.field(init=False, eq=False, hash=False, repr=False)
     _slots: Mapping[str, int] = attrs.field(init=False, eq=False, hash=False, repr=False)
@@ -883,7 +892,7 @@ class GroupState:
     ``registered``: ids the brokers list for the group; ``route``: queue positions the name server lists;
     ``stored_offsets``: the brokers' committed offset per position; ``lock_holders``: the broker lock holder
     per position (``None``: free or expired); ``flaps_left``: how many more times the brokers may evict a live
-    consumer (a bound of the model).
+    consumer, ``restarts_left`` how many more times a broker may restart (bounds of the model).
     """
 
     setup: Setup = attrs.field(repr=lambda setup: f"<{describe(setup)}>")
@@ -893,6 +902,7 @@ class GroupState:
     stored_offsets: tuple[int, ...]
     lock_holders: tuple[str | None, ...]
     flaps_left: int = 0
+    restarts_left: int = 0
 
     def consumer(self, consumer_id: str) -> ConsumerState:
         return self.consumers[self.setup._slots[consumer_id]]
@@ -925,13 +935,15 @@ class GroupState:
             self.stored_offsets if stored_offsets is None else stored_offsets,
             self.lock_holders if lock_holders is None else lock_holders,
             self.flaps_left,
+            self.restarts_left,
         )
 
     def reregistered(self, registered: frozenset[str], flaps_left: int) -> GroupState:
         """This state with another id list at the brokers (every consumer unsynced)."""
         consumers = tuple(c.unsynced() for c in self.consumers)
         return GroupState(
-            self.setup, consumers, registered, self.route, self.stored_offsets, self.lock_holders, flaps_left
+            self.setup, consumers, registered, self.route, self.stored_offsets, self.lock_holders, flaps_left,
+            self.restarts_left,
         )
 
 
@@ -978,6 +990,15 @@ class HeartbeatSent:
 @attrs.frozen
 class BrokerLeftRoute:
     """The last broker's queues leave the topic route at the name server."""
+
+
+@attrs.frozen
+class BrokerRestarted:
+    """A broker restarts and its lock table is gone (REB-24). Its registrations go too, but a consumer that asks it
+    for the id list before the next heartbeat gets an error and skips the topic (``rebalanceByTopic``), so the
+    tables do not see it: the model keeps the registrations."""
+
+    broker: str
 
 
 @attrs.frozen
@@ -1068,8 +1089,8 @@ class UnlockArrived:
 
 Action = (
     ConsumerStarted | ConsumerShutdown | ConsumerCrashed | ClientEvicted | HeartbeatSent | BrokerLeftRoute
-    | RouteRefreshed | Rebalanced | MessageConsumed | BatchConsumed | OffsetsPersisted | PullExpired | LockRenewed
-    | LockLapsed | BrokerLockReleased | UnlockArrived
+    | BrokerRestarted | RouteRefreshed | Rebalanced | MessageConsumed | BatchConsumed | OffsetsPersisted
+    | PullExpired | LockRenewed | LockLapsed | BrokerLockReleased | UnlockArrived
 )
 _QUEUE_ACTIONS = (MessageConsumed, BatchConsumed, PullExpired, LockLapsed)
 
@@ -1102,19 +1123,25 @@ def _persist_differs(state: GroupState, consumer: ConsumerState) -> bool:
     )
 
 
-@CLAUSES.oracle("REB-14", "REB-16", "REB-17", "REB-18", "REB-23")
+@CLAUSES.oracle("REB-14", "REB-16", "REB-17", "REB-18", "REB-23", "REB-24")
 def enabled(state: GroupState, action: Action) -> bool:
     """Whether ``action`` can happen in ``state``.
 
     The guards carry the timing facts: a broker lock lapses only once its holder dropped its lock flag, or left
     (REB-17, REB-18, REB-23); an orderly batch needs the lock flag on a queue not dropped (REB-16); a rebalance
-    chooses a running batch or cached messages only for orderly consumers (REB-14).
+    chooses a running batch or cached messages only for orderly consumers (REB-14); a broker restarts only while
+    it holds a lock of the group, within the model's bound (REB-24).
     """
     setup = state.setup
     if isinstance(action, BrokerLeftRoute):
         return setup.shrinking_route and state.route == _full_route(setup)
     if isinstance(action, BrokerLockReleased):
         return setup.orderly and _lock_may_lapse(state, setup.position(action.queue))
+    if isinstance(action, BrokerRestarted):  # with no lock on the broker a restart changes nothing modelled
+        return setup.orderly and state.restarts_left > 0 and any(
+            h is not None and q.broker_name == action.broker
+            for q, h in zip(setup.queues, state.lock_holders, strict=True)
+        )
     me = state.consumer(action.consumer)
     if isinstance(action, ConsumerStarted):
         return me.phase is Phase.NEW
@@ -1232,6 +1259,20 @@ def _renew_locks(state: GroupState, cid: str, me: ConsumerState) -> GroupState:
     return state.replaced(cid, me.with_table(tuple(table)), lock_holders=tuple(holders))
 
 
+def _restart_broker(state: GroupState, broker: str) -> GroupState:
+    """REB-24: the broker's lock holders are gone; live consumers' lock flags on its queues stay, unbacked."""
+    on_broker = frozenset(p for p, q in enumerate(state.setup.queues) if q.broker_name == broker)
+    holders = tuple(None if p in on_broker else h for p, h in enumerate(state.lock_holders))
+    consumers = tuple(
+        c.with_table(tuple(
+            attrs.evolve(e, unbacked=True) if p in on_broker and e is not None and e.locked else e
+            for p, e in enumerate(c.table)
+        )) if c.phase is Phase.LIVE else c
+        for c in state.consumers
+    )
+    return attrs.evolve(state, consumers=consumers, lock_holders=holders, restarts_left=state.restarts_left - 1)
+
+
 def _stop(state: GroupState, cid: str, me: ConsumerState, clean: bool) -> GroupState:
     """Shutdown (``clean``: persist, unlock the table's queues, unregister) or crash (nothing) (REB-23)."""
     empty = tuple(None for _ in me.table)
@@ -1252,13 +1293,14 @@ def _stop(state: GroupState, cid: str, me: ConsumerState, clean: bool) -> GroupS
     )
 
 
-@CLAUSES.oracle("REB-10", "REB-12", "REB-14", "REB-16", "REB-17", "REB-19", "REB-23")
+@CLAUSES.oracle("REB-10", "REB-12", "REB-14", "REB-16", "REB-17", "REB-19", "REB-23", "REB-24")
 def step(state: GroupState, action: Action) -> GroupState:
     """The group after ``action`` (only called on enabled actions).
 
     A rebalance drops, persists and removes (REB-10), keeps a busy orderly queue (REB-14), locks before adding
     (REB-12, REB-17); lockAll follows the broker's answer (REB-17); a delayed unlock may orphan a lock flag
-    (REB-19); batches commit only on queues not dropped (REB-16); shutdown and crash differ as REB-23 says.
+    (REB-19); batches commit only on queues not dropped (REB-16); shutdown and crash differ as REB-23 says; a
+    broker restart frees its locks and leaves the flags on them unbacked (REB-24).
     """
     require_enabled(enabled, state, action, Action)
     setup = state.setup
@@ -1268,6 +1310,8 @@ def step(state: GroupState, action: Action) -> GroupState:
         return attrs.evolve(state, route=route, consumers=tuple(c.unsynced() for c in state.consumers))
     if isinstance(action, BrokerLockReleased):
         return attrs.evolve(state, lock_holders=_replace(state.lock_holders, setup.position(action.queue), None))
+    if isinstance(action, BrokerRestarted):
+        return _restart_broker(state, action.broker)
     cid = action.consumer
     me = state.consumer(cid)
     if isinstance(action, Rebalanced):
@@ -1399,7 +1443,8 @@ INVARIANTS: tuple[Invariant[GroupState], ...] = (
     ),
     Invariant("AVG / AVG_BY_CIRCLE owners differ by at most one queue", ("REB-21",), _balanced_when_views_agree),
     Invariant(
-        "a lock flag is backed by the broker lock", ("REB-14", "REB-17", "REB-18", "REB-19"), _lock_flags_backed
+        "a lock flag is backed by the broker lock", ("REB-14", "REB-17", "REB-18", "REB-19", "REB-24"),
+        _lock_flags_backed
     ),
     Invariant("at most one backed lock flag per queue", ("REB-17", "REB-18"), _one_backed_flag_per_queue),
     Invariant("owned queues come from the route the rebalance used", ("REB-8", "REB-12"), _table_within_route_used),
@@ -1416,7 +1461,7 @@ def _missing_owns_nothing(before: GroupState, action: Action, after: GroupState)
 
 
 def _persisted_when_dropped(before: GroupState, action: Action, after: GroupState) -> bool:
-    if isinstance(action, (ConsumerCrashed, BrokerLeftRoute, BrokerLockReleased)):
+    if isinstance(action, (ConsumerCrashed, BrokerLeftRoute, BrokerLockReleased, BrokerRestarted)):
         return True
     old = before.consumer(action.consumer)
     new = after.consumer(action.consumer)
@@ -1494,7 +1539,8 @@ STEP_INVARIANTS: tuple[StepInvariant[GroupState, Action], ...] = (
         _persisted_when_dropped,
     ),
     StepInvariant(
-        "an orderly batch starts only under the broker lock", ("REB-16", "REB-18", "REB-19"), _batch_under_lock
+        "an orderly batch starts only under the broker lock", ("REB-16", "REB-18", "REB-19", "REB-24"),
+        _batch_under_lock
     ),
     StepInvariant("a dropped queue commits no offset", ("REB-16",), _dropped_commits_nothing),
     StepInvariant(
@@ -1521,7 +1567,7 @@ def initial_state(setup: Setup) -> GroupState:
     return GroupState(
         setup=setup, consumers=tuple(idle for _ in setup.consumer_ids), registered=frozenset(),
         route=_full_route(setup), stored_offsets=tuple(0 for _ in range(n)),
-        lock_holders=tuple(None for _ in range(n)), flaps_left=setup.flaps,
+        lock_holders=tuple(None for _ in range(n)), flaps_left=setup.flaps, restarts_left=setup.restarts,
     )
 
 
@@ -1554,6 +1600,9 @@ def candidate_actions(state: GroupState) -> Iterator[Action]:
         for p, holder in enumerate(state.lock_holders):
             if holder is not None:
                 yield BrokerLockReleased(setup.queues[p])
+        if state.restarts_left:
+            for broker in sorted({q.broker_name for q in setup.queues}):
+                yield BrokerRestarted(broker)
     for cid, me in zip(setup.consumer_ids, state.consumers, strict=True):
         if me.phase is Phase.NEW:
             yield ConsumerStarted(cid)
@@ -1592,11 +1641,13 @@ def group(
     flaps: int = 1,
     shrinking_route: bool = False,
     profile: VersionProfile = DEFAULT_PROFILE,
+    restarts: int = 0,
     **options: object,
 ) -> Setup:
     """A clustering group of push consumers to explore: ``consumers`` ids, ``brokers`` x ``queues_per_broker``
     queues of one topic, ``strategy`` with its ``options``; ``messages``, ``loaded`` and ``flaps`` bound it as
-    ``Setup`` says; ``shrinking_route`` lets the last broker leave the route. CONFIG is not modelled: its fixed
+    ``Setup`` says; ``shrinking_route`` lets the last broker leave the route; ``restarts`` lets a broker restart
+    (orderly, REB-24). CONFIG is not modelled: its fixed
     lists make no ownership claim.
     """
     if strategy not in STRATEGIES or strategy == "CONFIG":
@@ -1610,7 +1661,7 @@ def group(
     return Setup(
         topic="TopicTest", queues=queues, consumer_ids=tuple(f"10.0.0.{i + 1}@{i + 1}" for i in range(consumers)),
         strategy=strategy, orderly=orderly, messages=messages, loaded=loaded, profile=profile,
-        shrinking_route=shrinking_route, flaps=flaps, options=tuple(sorted(options.items())),
+        shrinking_route=shrinking_route, flaps=flaps, restarts=restarts, options=tuple(sorted(options.items())),
     )
 
 
@@ -1622,6 +1673,7 @@ def describe(setup: Setup) -> str:
         f"{len(setup.consumer_ids)} {mode} consumers on {len(brokers)} brokers x "
         f"{len(setup.queues) // len(brokers)} queues ({setup.strategy}), {setup.messages} message(s) in "
         f"{setup.loaded} queue(s), {setup.flaps} eviction(s) of a running consumer"
+        f"{f', {setup.restarts} broker restart(s)' if setup.restarts else ''}"
         f"{', shrinking route' if setup.shrinking_route else ''}, RocketMQ {setup.profile}"
     )
 

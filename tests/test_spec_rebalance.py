@@ -556,6 +556,7 @@ def test_default_model_explores_clean() -> None:
         dict(consumers=2, shrinking_route=True),
         dict(consumers=2, queues_per_broker=1, orderly=True, flaps=0, profile=V4_9_3),
         dict(consumers=3, brokers=1, queues_per_broker=1, orderly=True, flaps=0),
+        dict(consumers=2, queues_per_broker=1, orderly=True, flaps=0, restarts=2),
     ],
 )
 def test_other_groups_explore_clean(group: dict) -> None:
@@ -602,6 +603,29 @@ def test_delayed_unlock_race_leaves_an_unbacked_lock_flag() -> None:
     state = _run(state, reb.LockRenewed(c1))
     assert not state.consumer(c1).table[1].locked
     assert state.consumer(c1).table[0] is not None and qa == setup.queues[0]
+
+
+def test_broker_restart_leaves_unbacked_lock_flags_until_lock_all() -> None:
+    """REB-24 replayed: broker-b restarts under c1's lock on qb; c1 consumes on its flag; c2 takes the free lock
+    first (it rebalanced onto qb), so c1's next lockAll loses qb; broker-a's locks are untouched."""
+    setup = reb.group(consumers=2, brokers=2, queues_per_broker=1, orderly=True, flaps=0, restarts=1)
+    c1, c2 = setup.consumer_ids
+    qa, qb = setup.queues
+    state = _run(reb.initial_state(setup), reb.ConsumerStarted(c1), reb.Rebalanced(c1))
+    assert state.lock_holders == (c1, c1)
+    assert not reb.enabled(state, reb.BrokerRestarted("broker-c"))
+    state = _run(state, reb.BrokerRestarted("broker-b"))
+    assert state.lock_holders == (c1, None) and state.restarts_left == 0
+    assert state.consumer(c1).table[1] == reb.ProcessQueueState(locked=True, unbacked=True)
+    assert not state.consumer(c1).table[0].unbacked
+    assert not reb.enabled(state, reb.BrokerRestarted("broker-a"))  # the bound: one restart
+    state = _run(state, reb.BatchConsumed(c1, qb))  # orderly consumption goes on under the client's flag
+    assert state.consumer(c1).table[1].offset == 0  # offsets are tracked on the first queue only
+    state = _run(state, reb.ConsumerStarted(c2), reb.Rebalanced(c2))  # c2 is allocated qb and finds it free
+    assert state.lock_holders == (c1, c2)
+    state = _run(state, reb.LockRenewed(c1))
+    assert not state.consumer(c1).table[1].locked and state.consumer(c1).table[0].locked
+    assert qa == setup.queues[0]
 
 
 def test_busy_removal_keeps_a_dropped_queue_until_pull_expiry() -> None:
@@ -682,6 +706,11 @@ ORDERLY = dict(consumers=2, queues_per_broker=1, orderly=True, flaps=0)
             "    return entry is None or not entry.locked\n", "    return True\n",
             ORDERLY, "a lock flag is backed by the broker lock", "REB-18",
             id="broker lock lapses under a live lock flag",
+        ),
+        pytest.param(
+            "attrs.evolve(e, unbacked=True) if p in on_broker", "attrs.evolve(e, unbacked=False) if p in on_broker",
+            dict(ORDERLY, restarts=1), "a lock flag is backed by the broker lock", "REB-24",
+            id="lock flags trusted as backed after a broker restart",
         ),
     ],
 )

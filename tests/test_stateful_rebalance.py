@@ -4,8 +4,9 @@ The system under test is a simulated ``Cluster`` (1-2 brokers, topic ``T`` with 
 consumers of one clustering group, built from the refimpl's own classes. Each program draws the allocation strategy
 (AVG, AVG_BY_CIRCLE, CONSISTENT_HASH) and the consume mode (concurrent or orderly) once; its rules are the group's
 protocol events: consumers join, leave cleanly, crash, are cut off from a broker (the broker evicts them, a later
-heartbeat registers them again), messages are sent, the topic gets more or fewer queues, and time passes (rebalance
-every 20 s, NOTIFY_CONSUMER_IDS_CHANGED on a membership change, lock renewal, lock expiry).
+heartbeat registers them again), messages are sent, the topic gets more or fewer queues, a broker restarts (its
+locks and registrations gone, REB-24), and time passes (rebalance every 20 s, NOTIFY_CONSUMER_IDS_CHANGED on a
+membership change, lock renewal, lock expiry).
 
 The implementation's rebalance runs asynchronously and at its own times, so the machine does not step the spec's
 ``GroupState`` in lockstep; it checks every observed transition against the spec's oracles and invariants instead:
@@ -21,7 +22,9 @@ The implementation's rebalance runs asynchronously and at its own times, so the 
   and AVG / AVG_BY_CIRCLE sizes differ by at most one (REB-21);
 * orderly: a lock flag the client trusts (locked, younger than 30 s, not dropped) is backed by the broker's lock
   (REB-17, REB-18) unless the spec's REB-19 race took it, and a batch is handed to the listener only on a queue
-  whose flag is trusted and whose broker lock the consumer holds (REB-16).
+  whose flag is trusted and whose broker lock the consumer holds (REB-16), unless a restart of the queue's broker
+  since the lock was granted left the flag unbacked (REB-24); after ``settle`` every owner holds the broker lock
+  of each queue it owns and trusts its flag again (lockAll, REB-17).
 
 It also checks REB-23 on the spot: a clean leave unregisters and releases the locks of the queues in its table, a
 crash releases none. The ci run covers concurrent and orderly groups separately; a scripted orderly program pins the
@@ -160,8 +163,11 @@ class RebalanceMachine(RuleBasedStateMachine):
         # Broker lock history (REB-19): the last grant and the last unlock per (client id, queue), as ticks.
         self.grants: dict[tuple[str, MessageQueue], int] = {}
         self.unlocks: dict[tuple[str, MessageQueue], int] = {}
+        # The last restart per broker, as a tick: it drops every lock granted before it (REB-24).
+        self.restarts: dict[str, int] = {}
         self.send_failures = 0
-        self.checked = {"allocations": 0, "synced": 0, "settled": 0, "orderly batches": 0, "REB-19 races": 0}
+        self.checked = {"allocations": 0, "synced": 0, "settled": 0, "orderly batches": 0, "REB-19 races": 0,
+                        "restarts": 0, "REB-24 unbacked": 0}
 
     # ------------------------------------------------------------------------------------------------ set-up
     @initialize(data=st.data(), brokers=st.integers(1, 2), queues=st.integers(1, 4), consumers=st.integers(1, 3),
@@ -250,10 +256,14 @@ class RebalanceMachine(RuleBasedStateMachine):
                                 f"allocated {labels(allocation.result)} for ids {allocation.ids}")
 
     def _unbacked(self, cid: str, mq: MessageQueue) -> bool:
-        """REB-19: an unlock of this client freed its broker lock after its last grant (a delayed unlock)."""
-        race = self.unlocks.get((cid, mq), -1) > self.grants.get((cid, mq), -1)
+        """REB-19: an unlock of this client freed its broker lock after its last grant (a delayed unlock); REB-24:
+        the queue's broker restarted after that grant."""
+        granted = self.grants.get((cid, mq), -1)
+        race = self.unlocks.get((cid, mq), -1) > granted
+        restarted = self.restarts.get(mq.broker_name, -1) > granted
         self.checked["REB-19 races"] += race
-        return race
+        self.checked["REB-24 unbacked"] += restarted and not race
+        return race or restarted
 
     def _on_consume(self, member: Member, msgs: list[Any], context: Any) -> None:
         """REB-16, REB-17, REB-18: an orderly batch starts on a trusted lock flag backed by the broker lock."""
@@ -397,6 +407,19 @@ class RebalanceMachine(RuleBasedStateMachine):
         if slot < len(self.members) and self.members[slot].state == "live":
             self.cluster.faults.disconnect(names[broker % len(names)], client=self.members[slot].cid, times=1)
 
+    @rule(broker=st.integers(0, 1))
+    def restart_broker(self, broker: int) -> None:
+        """A broker restarts cleanly: its lock table and registrations are gone (REB-24). Consumers register again
+        by heartbeat and take their locks again by lockAll; until then their lock flags on its queues are
+        unbacked, and orderly batches go on under them."""
+        names = sorted(self.cluster.brokers)
+        name = names[broker % len(names)]
+        self.restarts[name] = next(self.tick)
+        self._watch_locks(self.cluster.restart_broker(name))
+        self.checked["restarts"] += 1
+        if self.cluster.brokers[name].locks.table.get(GROUP):
+            self._violation(f"REB-24: {name} restarted with locks {self.cluster.brokers[name].locks.table[GROUP]}")
+
     @rule(count=st.integers(1, 4))
     def send(self, count: int) -> None:
         """Messages to the topic (round robin), so consumers (orderly: under locks) have batches to run."""
@@ -455,6 +478,12 @@ class RebalanceMachine(RuleBasedStateMachine):
                 f"REB-9/REB-20: {m.cid} last reported {report}; the spec allocates {labels(want)}")
             for mq in owned:
                 owners.setdefault(mq, []).append(m.cid)
+                if self.orderly:  # lockAll ran during the quiet period, after any restart or lapse (REB-17, REB-24)
+                    pq = m.consumer.rebalance.process_queue_table[mq]
+                    holder = self.cluster.brokers[mq.broker_name].locks.holder(GROUP, mq)
+                    assert holder == m.cid and pq.locked and not pq.is_lock_expired(), (
+                        f"REB-17/REB-24: after the quiet period {m.cid} owns {label(mq)} with the broker lock held "
+                        f"by {holder} and its flag (locked, expired) = {(pq.locked, pq.is_lock_expired())}")
         unowned = [label(q) for q in sorted_queues(route) if len(owners.get(q, ())) != 1]
         assert not unowned, f"REB-20: queues without exactly one owner once views agree: {unowned} ({owners})"
         if self.strategy in ("AVG", "AVG_BY_CIRCLE"):
@@ -521,7 +550,8 @@ def test_rebalance_machine(machine: type[RebalanceMachine]) -> None:
 
 def test_scripted_orderly_group_changes() -> None:
     """Three orderly consumers: a crash (its locks expire, REB-23), a clean leave (its locks go at once), a cut-off
-    (eviction, REB-2), more queues (REB-12), messages under locks (REB-16), then agreement (REB-20, REB-21)."""
+    (eviction, REB-2), more queues (REB-12), messages under locks (REB-16), agreement (REB-20, REB-21), then both
+    brokers restart under the locks and batches go on under unbacked flags until lockAll (REB-24)."""
     machine = OrderlyMachine()
     machine.configure("AVG", True, brokers=2, queues=2, consumers=3, seed=3)
     steps: list[tuple[str, dict[str, Any]]] = [
@@ -529,6 +559,8 @@ def test_scripted_orderly_group_changes() -> None:
         ("advance", {"ms": 30_000}), ("settle", {}), ("cut_off", {"slot": 1, "broker": 0}), ("send", {"count": 2}),
         ("advance", {"ms": 20_000}), ("join", {}), ("resize", {"queues": 3}), ("send", {"count": 4}),
         ("leave", {"slot": 2}), ("settle", {}), ("send", {"count": 4}), ("advance", {"ms": 5_000}),
+        ("restart_broker", {"broker": 0}), ("send", {"count": 4}), ("advance", {"ms": 5_000}),
+        ("restart_broker", {"broker": 1}), ("advance", {"ms": 1_000}), ("send", {"count": 4}), ("settle", {}),
     ]
     try:
         for name, args in steps:
@@ -538,7 +570,8 @@ def test_scripted_orderly_group_changes() -> None:
             machine.lock_flags_backed()
     finally:
         machine.teardown()
-    assert machine.checked["settled"] == 2 and machine.checked["orderly batches"] > 0
+    assert machine.checked["settled"] == 3 and machine.checked["orderly batches"] > 0
+    assert machine.checked["restarts"] == 2 and machine.checked["REB-24 unbacked"] > 0
 
 
 # ------------------------------------------------------------------------------------------------------------ mutants
@@ -579,6 +612,17 @@ def test_mutant_orderly_adds_queue_without_lock_is_caught() -> None:
     """An orderly consumer adds an allocated queue without taking the broker lock (REB-12, REB-17)."""
     with refimpl_mutant(rebalance_module, "(self.lock(mq) if is_order else _resolved(True))",
                         "(_resolved(True) if is_order else _resolved(True))"):
+        failure = hypothesis_finds_failure(OrderlyMachine, 30, 20)
+    assert "REB-17" in str(failure) or "REB-16" in str(failure)
+
+
+def test_mutant_lock_all_skipping_locked_queues_is_caught() -> None:
+    """lockAll renews only the queues whose flag is down: held locks lapse, and after a restart are never taken
+    again (REB-17, REB-24)."""
+    old = "            if addr is None or not mqs:\n                continue\n            request = RemotingCommand"
+    new = ("            mqs = {mq for mq in mqs if not self.process_queue_table[mq].locked}\n"
+           "            if addr is None or not mqs:\n                continue\n            request = RemotingCommand")
+    with refimpl_mutant(rebalance_module, old, new):
         failure = hypothesis_finds_failure(OrderlyMachine, 30, 20)
     assert "REB-17" in str(failure) or "REB-16" in str(failure)
 
