@@ -120,14 +120,12 @@ def _int(header: dict[str, Any], name: str, default: int = 0) -> int:
 
 
 def _decode_json_header(data: bytes) -> dict[str, Any]:
-    try:
-        header = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+    try:  # Java reads the bytes as UTF-8 with U+FFFD for a malformed sequence (checked on 4.9.8)
+        header = json.loads(data.decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as error:
         raise FrameError(f"header is not JSON: {type(error).__name__}: {error}") from None
     if not isinstance(header, dict):
         raise FrameError("header is not a JSON object")
-    if "code" not in header:
-        raise FrameError("header has no code")
     fields = header.get("extFields") or {}
     if not isinstance(fields, dict):
         raise FrameError("extFields is not a JSON object")
@@ -159,10 +157,7 @@ class _Cursor:
         return fmt.unpack(self.take(fmt.size))
 
     def text(self, n: int) -> str:
-        try:
-            return self.take(n).decode("utf-8")
-        except UnicodeDecodeError:
-            raise FrameError("binary header text is not UTF-8") from None
+        return self.take(n).decode("utf-8", "replace")  # new String(bytes, UTF-8), as 4.9.8 reads it
 
 
 def _decode_binary_header(data: bytes) -> dict[str, Any]:

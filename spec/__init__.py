@@ -22,6 +22,7 @@ AREAS: tuple[str, ...] = (
     "message_filter",
     "name_server",
     "broker_requests",
+    "remoting",
 )
 
 

@@ -23,6 +23,7 @@ PREFIXES = {
     "message_filter": "FILTER",
     "name_server": "NS",
     "broker_requests": "BRK",
+    "remoting": "WIRE",
 }
 TESTS = Path(__file__).parent
 

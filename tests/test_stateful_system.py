@@ -88,8 +88,10 @@ from rocketspec.refimpl.events import (
     TxnCheck,
     TxnEnd,
 )
-from rocketspec.refimpl.remoting import RemotingError
-from rocketspec.spec import consume_retry, message_filter, pull_correction, send_retry
+from rocketspec.refimpl.frame import WIRE_CODECS as FRAME_TYPES
+from rocketspec.refimpl.frame import decode, encode
+from rocketspec.refimpl.remoting import RemotingCommand, RemotingError
+from rocketspec.spec import consume_retry, message_filter, pull_correction, remoting, send_retry
 from rocketspec.spec import rebalance as spec_rebalance
 from rocketspec.spec.protocol import (
     DEFAULT_PERM,
@@ -271,6 +273,9 @@ class SystemMachine(RuleBasedStateMachine):
                                segment_bytes=4096, keep_events=True, wire_codec=codec,
                                **{"flush": "sync", **broker_options})
         self.cluster.events.subscribe(self._on_event)
+        self.frames = 0
+        if codec is not None:
+            self.cluster.network.wire = self._wire(FRAME_TYPES[codec])
         for topic, queues in TOPICS.items():
             self.cluster.create_topic(topic, queues=queues)
         self.producer = self.cluster.producer("PG")
@@ -291,6 +296,25 @@ class SystemMachine(RuleBasedStateMachine):
             self.cluster.events.unsubscribe(self._on_event)
             self.cluster.close()
             self.cluster = None
+
+    def _wire(self, kind: int) -> Callable[[RemotingCommand], RemotingCommand]:
+        """The network's frame round trip, with every frame also read by the spec's ``parse_frame``: what a 4.9.8
+        peer reads must be what the far end is handed (WIRE-1..3)."""
+
+        def carry(command: RemotingCommand) -> RemotingCommand:
+            data = encode(command, kind)
+            seen = decode(data[4:])[0]
+            peer = remoting.parse_frame(data)
+            self.frames += 1
+            if isinstance(peer, remoting.Refused):
+                self._violation(f"WIRE-1..3: a 4.9.8 peer refuses the frame of {command}: {peer.reason}")
+            elif (peer.code, peer.language, peer.version, peer.opaque, peer.flag, peer.remark, dict(peer.ext_fields),
+                  peer.body) != (seen.code, seen.language, seen.version, seen.opaque, seen.flag, seen.remark,
+                                 seen.ext_fields, seen.body or b""):
+                self._violation(f"WIRE-1..3: a 4.9.8 peer reads {peer}, the far end is handed {seen}")
+            return seen
+
+        return carry
 
     # ============================================================================================== helpers
     @property
