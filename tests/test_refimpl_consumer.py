@@ -781,7 +781,7 @@ CONSUMER_RANGES = {
     "consume_thread_max": (1, 1000), "consume_concurrently_max_span": (1, 65535),
     "pull_threshold_for_queue": (1, 65535), "pull_threshold_size_for_queue_mib": (1, 1024),
     "pull_interval_ms": (0, 65535), "consume_message_batch_max_size": (1, 1024), "pull_batch_size": (1, 1024),
-    "max_reconsume_times": (-1, 2**31 - 1), "suspend_current_queue_time_ms": (0, 2**31 - 1),
+    "max_reconsume_times": (-(2**31), 2**31 - 1), "suspend_current_queue_time_ms": (-(2**31), 2**31 - 1),
     "consume_duration_ms": (0, 2**31 - 1), "consume_timeout_minutes": (1, 2**31 - 1),
     "pull_threshold_for_all": (1, 2**31 - 1), "poll_timeout_ms": (0, 2**31 - 1),
     "pull_time_delay_ms_when_exception": (0, 2**31 - 1),

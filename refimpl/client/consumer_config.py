@@ -97,7 +97,8 @@ class ConsumerConfig:
     poll_timeout_ms: int = 5_000
 
     def validate(self) -> None:
-        """``checkConfig``: the group name and every range RocketMQ enforces at start."""
+        """``checkConfig``: the group name and every range RocketMQ enforces at start; options it does not check
+        are held to what Java can hold (an int), or to what Java's start-up would throw on (a zero period)."""
         check_group(self.group)
         if self.group == DEFAULT_CONSUMER_GROUP:
             raise ValueError(f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one.")
@@ -115,8 +116,10 @@ class ConsumerConfig:
         _in_range("pullInterval", self.pull_interval_ms, 0, 65535)
         _in_range("consumeMessageBatchMaxSize", self.consume_message_batch_max_size, 1, 1024)
         _in_range("pullBatchSize", self.pull_batch_size, 1, 1024)
-        _in_range("maxReconsumeTimes", self.max_reconsume_times, -1, 2**31 - 1)
-        _in_range("suspendCurrentQueueTimeMillis", self.suspend_current_queue_time_ms, 0, 2**31 - 1)
+        # checkConfig has no range for these two: any Java int is taken (a negative max dead-letters at once, a
+        # suspension is clamped to [10, 30000] ms when used).
+        _in_range("maxReconsumeTimes", self.max_reconsume_times, -(2**31), 2**31 - 1)
+        _in_range("suspendCurrentQueueTimeMillis", self.suspend_current_queue_time_ms, -(2**31), 2**31 - 1)
         _in_range("consumeDurationMs", self.consume_duration_ms, 0, 2**31 - 1)
         _in_range("consumeTimeout", self.consume_timeout_minutes, 1, 2**31 - 1)
         _in_range("brokerSuspendMaxTimeMillis", self.broker_suspend_max_time_ms, 0, 2**31 - 1)
