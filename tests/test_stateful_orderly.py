@@ -1,9 +1,9 @@
 """Stateful: orderly consumption's limits (RETRY-21..RETRY-24) as the model of the reference implementation.
 
 A simulated cluster (one broker, topic ``T`` with one or two queues) and one orderly clustering push consumer of group
-``G`` whose ``maxReconsumeTimes`` (-1: Integer.MAX_VALUE, or 0..3), ``suspendCurrentQueueTimeMillis`` (1000, 10, 5,
--5 or 40000) and ``consumeMessageBatchMaxSize`` (1..3) are drawn per program. Each message is sent to a chosen queue with a
-plan: the listener's answers for its successive deliveries (SUCCESS; SUSPEND_CURRENT_QUEUE_A_MOMENT, an exception or
+``G`` whose ``maxReconsumeTimes`` (-1: Integer.MAX_VALUE, or 0..3), ``suspendCurrentQueueTimeMillis`` (1000, 10, 5, -5
+or 40000) and ``consumeMessageBatchMaxSize`` (1..3) are drawn per program. Each message is sent to a chosen queue with
+a plan: the listener's answers for its successive deliveries (SUCCESS; SUSPEND_CURRENT_QUEUE_A_MOMENT, an exception or
 ``null``, each with the context's suspendCurrentQueueTimeMillis left at -1 or set to 5 / 10 / 500 / 40000), then
 SUCCESS, or (with a bounded maximum) SUSPEND for ever. A batch is answered by the first of its messages' answers that
 is not SUCCESS. A send may arm a fault for the consumer's next dead-letter send to ``%RETRY%G`` (its client producer
