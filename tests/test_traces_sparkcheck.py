@@ -221,6 +221,26 @@ def test_parquet_missing_column_and_wrong_type(tmp_path: Path, spark: Any) -> No
     _refused(tmp_path / "b.parquet", "column 'seq' has type string")
 
 
+def test_parquet_without_a_column_a_kind_requires(tmp_path: Path, spark: Any) -> None:
+    """A Parquet file with no msg_id column at all: its send.attempt rows lack what the kind requires."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"trace_id": ["t", "t"], "seq": [1, 2], "ts_ms": [1, 2], "node": ["p", "r"],
+                             "kind": ["send.attempt", "trace.end"], "status": [None, "SETTLED"]}),
+                   tmp_path / "a.parquet")
+    _refused(tmp_path / "a.parquet", "1 send.attempt row(s) without 'msg_id'", "the column is absent")
+
+
+def test_a_refusal_names_the_first_three_rows(tmp_path: Path, spark: Any) -> None:
+    """A column missing on five rows of a kind: the message counts five and names the first three by seq."""
+    rows = [_good(1)] + [{"trace_id": "t", "seq": n, "ts_ms": 10, "node": "p", "kind": "send.attempt", "group": "PG",
+                          "topic": "T", "broker": "b", "queue_id": 0, "attempt": 1, "mode": "SYNC",
+                          "msg_id": None if n > 2 else "m"} for n in range(2, 8)]
+    message = _refused(_jsonl(tmp_path / "five" / "t.jsonl", rows), "5 send.attempt row(s) without 'msg_id'")
+    assert "(trace t seq 3, trace t seq 4, trace t seq 5)" in message, message
+
+
 def test_a_corrupt_parquet_file_is_one_line(tmp_path: Path, spark: Any) -> None:
     """A file that is not Parquet: the reader's error (a Py4J error, not a PySpark one) becomes one line."""
     (tmp_path / "c.parquet").write_bytes(b"PAR1 not really parquet")
