@@ -151,8 +151,9 @@ def build_map(copy: Path, out: Path, commit: str) -> dict[str, Any]:
     print(f"mapping the suite under coverage in {copy} ...", file=sys.stderr)
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
-    if done.returncode not in (0, 1):
-        raise MutationError(f"the map's test run failed (exit {done.returncode}): {done.stdout[-2000:]}")
+    if done.returncode not in (0, 1) or not (copy / ".coverage").exists():
+        raise MutationError(f"the map's test run failed (exit {done.returncode}): "
+                            f"{(done.stdout + done.stderr)[-2000:]}")
     print(f"mapped in {time.monotonic() - started:.0f} s", file=sys.stderr)
     lines: dict[str, dict[str, set[str]]] = {}
     db = sqlite3.connect(copy / ".coverage")
@@ -482,6 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(coverage_by_area(json.loads(args.coverage.read_text())))
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
+    args.work = args.work.resolve()  # the copies' PYTHONPATH must not depend on the working directory
     copies = [args.work / f"w{i}" for i in range(max(1, args.workers))]
     head = git_commit(args.commit)
     for copy in copies:
