@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -343,4 +344,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("rocketspec: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        return 1
+        # The reader stopped reading (`| head`): it had what it wanted. Nothing more may reach the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -8,7 +8,9 @@ that nothing checks is a failure too, so the clause table cannot drift away from
 from __future__ import annotations
 
 import inspect
+import shutil
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
@@ -314,11 +316,64 @@ def oracle_reference(areas: Sequence[str] = AREAS) -> str:
     return "\n".join(out)
 
 
-def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    out = [line, "  ".join("-" * w for w in widths)]
-    out += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+#: The narrowest a column is squeezed to when a table must fit the terminal.
+MIN_COLUMN = 12
+
+
+def table_width() -> int:
+    """The width a console table must fit: the terminal's, else ``COLUMNS``, else 120 (output to a pipe or file)."""
+    return shutil.get_terminal_size((120, 24)).columns
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes: East Asian wide and full-width characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1 for ch in text)
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` display columns, broken at spaces, a longer word cut where it must."""
+    lines: list[str] = []
+    line, used = "", 0
+    for word in text.split():
+        size = display_width(word)
+        if line and used + 1 + size <= width:
+            line, used = f"{line} {word}", used + 1 + size
+            continue
+        if line:
+            lines.append(line)
+        line, used = "", 0
+        for ch in word:  # a word wider than the column is cut
+            if used + display_width(ch) > width:
+                lines.append(line)
+                line, used = "", 0
+            line, used = line + ch, used + display_width(ch)
+    if line or not lines:
+        lines.append(line)
+    return lines
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - display_width(text))
+
+
+def format_table(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None = None) -> str:
+    """A plain-text table within ``width`` columns (default :func:`table_width`): the widest columns are narrowed
+    and their cells wrapped onto more lines; the full text of every cell stays (``--json`` has it unwrapped)."""
+    widths = [max(display_width(h), *(display_width(r[i]) for r in rows)) if rows else display_width(h)
+              for i, h in enumerate(headers)]
+    room = (table_width() if width is None else width) - 2 * (len(headers) - 1)
+    while sum(widths) > room:
+        widest = max(range(len(widths)), key=lambda i: widths[i])
+        if widths[widest] <= max(MIN_COLUMN, len(headers[widest])):
+            break  # as narrow as readable: wider than the terminal rather than unreadable
+        widths[widest] -= 1
+    out = ["  ".join(_pad(h, w) for h, w in zip(headers, widths, strict=True)).rstrip(),
+           "  ".join("-" * w for w in widths)]
+    for row in rows:
+        cells = [_wrap(cell, w) for cell, w in zip(row, widths, strict=True)]
+        for i in range(max(len(c) for c in cells)):
+            out.append("  ".join(_pad(c[i] if i < len(c) else "", w)
+                                 for c, w in zip(cells, widths, strict=True)).rstrip())
     return "\n".join(out)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from rocketspec.cli import main
 from rocketspec.spec import AREAS
+from rocketspec.speccheck import display_width, format_table
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["spec", "--help"], ["spec", "check", "--help"],
@@ -98,3 +99,23 @@ def test_the_command_line_loads_a_command_only_when_it_runs() -> None:
              f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_tables_fit_the_width_and_keep_every_word() -> None:
+    """Console tables wrap their widest columns to the terminal's width; CJK characters count two columns."""
+    rows = [["SEND-1", "word " * 60, "seed 000 §发送核心代码 " * 4, "crosshair:x"], ["OFF-2", "short", "-", "-"]]
+    text = format_table(rows, ["clause", "statement", "source", "checks"], width=80)
+    assert all(display_width(line) <= 80 for line in text.splitlines())
+    assert " ".join(text.split()).count("word") == 60 and text.count("§发送核心代码") == 4
+    assert format_table([["a", "b"]], ["x", "y"], width=200).splitlines()[2] == "a  b"
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """`rocketspec spec clauses | head -1`: the reader closing the pipe is not an error (exit 0, nothing on stderr)."""
+    proc = subprocess.Popen([sys.executable, "-m", "rocketspec", "spec", "clauses"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"clause")
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    assert proc.stderr.read() == b""
