@@ -20,6 +20,9 @@ clients then sign with ``access_key=`` / ``secret_key=`` (``ClientConfig``), as 
 ``wire_codec="json"`` (or ``"rocketmq"``, the binary header) passes every command of the in-process network through
 the frame codec as it arrives, so components see only what a socket carries (strings for header fields, no body
 for an empty one), as under ``rocketspec serve``; the stateful machines run with it.
+
+``sinks=[...]`` hands the run's events to what the caller passes (``EventSink``: a trace recorder of
+``rocketspec.traces``, attached before anything starts and closed with the cluster); ``add_sink`` attaches one later.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
@@ -44,7 +47,7 @@ from rocketspec.refimpl.client.lite_pull_consumer import LitePullConsumer
 from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.client.push_consumer import PushConsumer
 from rocketspec.refimpl.client.transaction import TransactionProducer
-from rocketspec.refimpl.events import BrokerRestart, Event, EventLog
+from rocketspec.refimpl.events import BrokerRestart, Event, EventLog, EventSink
 from rocketspec.refimpl.frame import WIRE_CODECS, round_trip
 from rocketspec.refimpl.message import MessageExt, decode_stored_message
 from rocketspec.refimpl.namesrv import NameServer
@@ -60,9 +63,6 @@ from rocketspec.spec.protocol import (
     MessageModel,
 )
 from rocketspec.spec.queues import MessageQueue
-
-if TYPE_CHECKING:
-    from rocketspec.traces.recording import TraceRecorder
 
 _CLOCKS = ("simulated", "real")
 
@@ -109,9 +109,7 @@ class Cluster:
         data_dir: str | Path | None = None,
         flush: str = "async",
         keep_events: bool | None = None,
-        trace_dir: str | Path | None = None,
-        trace_format: str = "parquet",
-        trace_id: str | None = None,
+        sinks: Sequence[EventSink] = (),
         namesrv_addr: str | None = None,
         broker_addrs: Sequence[str] | None = None,
         acl: str | Path | AclConfig | None = None,
@@ -140,14 +138,13 @@ class Cluster:
             raise ValueError(f"the runtime given is not on the {clock} clock")
         self.runtime: Runtime = runtime if runtime is not None else \
             SimulatedRuntime(seed) if clock == "simulated" else RealRuntime(seed)
-        self._seed = seed
+        self.seed = seed
         if keep_events is None:
-            keep_events = trace_dir is None  # a recorded run keeps its events on disk, not in memory
+            keep_events = not sinks  # a run whose events go somewhere does not also keep them in memory
         self.events = EventLog(self.runtime.now_ms, keep=keep_events)
-        self.recorders: list[TraceRecorder] = []
-        self.recorder: TraceRecorder | None = None
-        if trace_dir is not None:
-            self.recorder = self.record(trace_dir, trace_id=trace_id, fmt=trace_format, keep_events=None)
+        self.sinks: list[EventSink] = []
+        for sink in sinks:
+            self.add_sink(sink)
         if wire_codec not in (None, *WIRE_CODECS):
             raise ValueError(f"wire_codec must be one of {', '.join(WIRE_CODECS)}, not {wire_codec!r}")
         self.network = Network(self.runtime, self.events, latency_ms=latency_ms if clock == "simulated" else 0,
@@ -184,9 +181,9 @@ class Cluster:
         if self._closed:
             return
         self._closed = True
-        # The trace ends with the run (CUT unless the caller ended it): the shutdown below is not part of it.
-        recorders = list(self.recorders)
-        self.runtime.submit(lambda: [recorder.close() for recorder in recorders])
+        # The sinks end with the run (a trace CUT unless the caller ended it): the shutdown below is not part of it.
+        sinks = list(self.sinks)
+        self.runtime.submit(lambda: [sink.close() for sink in sinks])
 
         def stop_all() -> None:
             for instance in self._clients:
@@ -198,22 +195,11 @@ class Cluster:
         self.runtime.submit(stop_all)
         self.runtime.close()
 
-    def record(self, out: str | Path, *, trace_id: str | None = None, fmt: str = "parquet",
-               keep_events: bool | None = False, **options: Any) -> TraceRecorder:
-        """Record this run's events from now on as a trace under ``out`` (``docs/traces.md``): Parquet partitioned
-        by trace (``out/trace_id=<id>/part-*.parquet``) or JSON Lines (``out/<id>.jsonl``). ``keep_events=False``
-        (the default) stops keeping events in memory. End the trace with ``recorder.record_trace_end("SETTLED")``
-        once the run settled; ``close()`` (or the cluster's) ends it ``CUT`` otherwise and writes the manifest,
-        which records the brokers' delay table (``delay_levels_ms``) when it is not the default.
-        Other ``options`` are :class:`~rocketspec.traces.recording.TraceRecorder`'s."""
-        from rocketspec.traces.recording import TraceRecorder
-
-        if self.delay_level_millis != DELAY_LEVEL_MILLIS:
-            options.setdefault("delay_levels_ms", self.delay_level_millis)
-        recorder = TraceRecorder(self.events, out, trace_id or f"refimpl-s{self._seed}", fmt=fmt,
-                                 keep_events=keep_events, **options)
-        self.recorders.append(recorder)
-        return recorder
+    def add_sink(self, sink: EventSink) -> EventSink:
+        """Hand the run's events to ``sink`` from now on (it is closed with the cluster)."""
+        self.runtime.submit(lambda: sink.attach(self.events, self.delay_level_millis))
+        self.sinks.append(sink)
+        return sink
 
     @property
     def faults(self) -> Faults:

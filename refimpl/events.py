@@ -8,7 +8,7 @@ or a broker name, ``broker`` the broker a queue lives on. An event's ``kind`` is
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
@@ -268,6 +268,17 @@ class ClientLifecycle(Event):
     group: str
     role: str
     action: str
+
+
+class EventSink(Protocol):
+    """What a run hands its events to, passed in by the caller (``Cluster(sinks=[...])``): a trace recorder, say.
+
+    ``attach`` is called once, when the run's log exists and before its nodes start, with the run's delay table (the
+    ms of levels 1..n); ``close`` when the run ends (on its loop)."""
+
+    def attach(self, log: EventLog, delay_level_millis: tuple[int, ...]) -> None: ...
+
+    def close(self) -> object: ...
 
 
 class EventLog:

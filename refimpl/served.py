@@ -20,6 +20,9 @@ server's changing requests (rocketspec's extension, ``refimpl/acl.py``).
 ``limits=ServerLimits(...)`` bounds what clients can make the server do and hold (``refimpl/limits.py``): a bounded
 queue per request kind answering SYSTEM_BUSY past it, backpressure, idle and slow connections closed, a byte budget;
 ``served.load()`` counts what they did.
+
+``sinks=[...]`` (``Cluster``'s) hands the run's events to the caller's sinks and ``observer=`` shows it every frame:
+``rocketspec.traces.served.TracedServer`` records a served run as a trace with both.
 """
 
 from __future__ import annotations
@@ -28,10 +31,9 @@ import errno
 import json
 import logging
 import socket
-import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rocketspec.refimpl.acl import NamesrvAclGuard, PlainAccessValidator
 from rocketspec.refimpl.cluster import Cluster, broker_name
@@ -132,6 +134,9 @@ def load_fault_file(path: str | Path) -> list[FaultRule]:
     return rules
 
 
+T = TypeVar("T")
+
+
 def _advertised(host: str, advertise_host: str | None) -> str:
     """The IPv4 address brokers register: message ids carry it as 4 bytes, as Java's ``brokerIP1`` does. A host
     name is resolved; a wildcard bind advertises this machine's address."""
@@ -159,10 +164,7 @@ class ServedCluster:
         data_dir: str | Path | None = None,
         faults: str | Path | Iterable[FaultRule | Mapping[str, Any]] | None = None,
         observer: WireObserver | None = None,
-        trace_dir: str | Path | None = None,
-        trace_format: str = "parquet",
-        trace_id: str | None = None,
-        send_mode: str | None = None,
+        observers: Iterable[WireObserver] = (),
         limits: ServerLimits | None = None,
         **cluster_options: Any,
     ) -> None:
@@ -179,7 +181,7 @@ class ServedCluster:
         rules = self._rules(faults)
         if cluster_options.setdefault("clock", "real") != "real":
             raise ValueError("a served cluster runs on the real clock")
-        # A server may run for days: its events go to the trace (if any), not into memory, unless asked for.
+        # A server may run for days: its events go to its sinks (if any), not into memory, unless asked for.
         cluster_options.setdefault("keep_events", False)
         self.host = host
         self.advertise_host = _advertised(host, advertise_host)
@@ -187,15 +189,10 @@ class ServedCluster:
         self.wire = WireLoop()
         self.guard = ConnectionGuard(self.limits, self.wire.loop)
         self._endpoints: dict[str, TcpEndpoint] = {}
-        self._observers: list[WireObserver] = [observer] if observer is not None else []
-        self._send_mode = send_mode
+        self._observers: list[WireObserver] = [*([observer] if observer is not None else []), *observers]
         self.cluster: Cluster | None = None
         self._namesrv_guard: NamesrvAclGuard | None = None
         self.queues: WorkQueues | None = None
-        self.trace_dir = Path(trace_dir) if trace_dir is not None else None
-        if trace_dir is not None:
-            cluster_options.update(trace_dir=trace_dir, trace_format=trace_format,
-                                   trace_id=trace_id or f"served-{int(time.time() * 1000)}")
         try:
             self._start(brokers, port, ports, data_dir, rules, cluster_options)
         except BaseException:
@@ -235,12 +232,6 @@ class ServedCluster:
         )
         for rule in rules:
             self.cluster.faults.add(rule)
-        if self.cluster.recorder is not None:
-            # Brokers record their own events; what only the clients know (sends, pulls, retries as they asked for
-            # them) is read off the wire into the same log. (Imported here: tracing is the traces package's job.)
-            from rocketspec.traces.wiretap import WireEvents
-
-            self._observers.append(WireEvents(self.cluster.events, server_events=True, send_mode=self._send_mode))
         runtime = self.cluster.runtime
         self.queues = WorkQueues(runtime.call_soon, self.limits)
         self.wire.call(self.guard.start)
@@ -338,17 +329,9 @@ class ServedCluster:
         """Also show every frame to ``observer`` (called on the loop that serves the sockets: it must not block)."""
         self._observers.append(observer)
 
-    def flush_trace(self) -> None:
-        """Write the recorded rows so far to the trace directory (they are otherwise written in batches)."""
-        recorder = self._cluster.recorder
-        if recorder is not None:
-            self._cluster.runtime.submit(recorder.flush)
-
-    def end_trace(self, status: str = "CUT") -> None:
-        """End the recorded trace now (``SETTLED`` only if every client caught up and nothing is in flight)."""
-        recorder = self._cluster.recorder
-        if recorder is not None:
-            self._cluster.runtime.submit(lambda: recorder.record_trace_end(status))
+    def submit(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the loop that serves the sockets (where the cluster's state lives) and return its result."""
+        return self._cluster.runtime.submit(fn)
 
     def create_topic(self, topic: str, queues: int = 4, **options: Any) -> None:
         """Create a topic on every broker (or ``brokers=[...]``) and register its route now (``Cluster``)."""

@@ -14,8 +14,9 @@ Options come from a marker of the same name::
         app = OrdersApp(namesrv=rocketmq_server.namesrv_addr)
         ...
 
-``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues) and ``trace``
-(``False`` to record nothing; the default records Parquet under the test's temporary directory); its events are also
+``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues), ``trace``
+(``False`` to record nothing; the default records Parquet under the test's temporary directory) and the trace's
+``trace_dir``, ``trace_format``, ``trace_id`` and ``send_mode`` (``TracedServer``'s); its events are also
 kept in memory (``rocketmq_server.cluster.events``) unless ``keep_events=False``;
 ``rocketmq_cluster`` markers take ``Cluster`` keyword arguments plus ``topics``. Both take ``data_dir`` and
 ``flush`` (``"async"``, the default, or ``"sync"``: RocketMQ's flushDiskType, docs/serve.md).
@@ -33,7 +34,7 @@ import pytest
 if TYPE_CHECKING:
     from rocketspec.conformance.model import CaseResult
     from rocketspec.refimpl.cluster import Cluster
-    from rocketspec.refimpl.served import ServedCluster
+    from rocketspec.traces.served import TracedServer
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,20 +81,22 @@ def rocketmq_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
 @pytest.fixture
 def rocketmq_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-                    ) -> Iterator[ServedCluster]:
+                    ) -> Iterator[TracedServer]:
     """The reference name server and brokers over TCP on 127.0.0.1 (free ports), closed after the test.
 
     ``rocketmq_server.namesrv_addr`` is what real clients are given; ``rocketmq_server.trace_dir`` holds the recorded
     trace once the test ends (``flush_trace()`` writes it early).
     """
-    from rocketspec.refimpl.served import ServedCluster
+    from rocketspec.traces.served import TracedServer
 
     options = _options(request, "rocketmq_server")
     topics = _topics(options, "rocketmq_server")
-    if options.pop("trace", True) and "trace_dir" not in options:
-        options["trace_dir"] = tmp_path_factory.mktemp("rocketmq-trace")
+    out = options.pop("trace_dir", None)
+    if options.pop("trace", True) and out is None:
+        out = tmp_path_factory.mktemp("rocketmq-trace")
     options.setdefault("keep_events", True)  # a test is short; its assertions may read served.cluster.events
-    served = ServedCluster(**options)
+    served = TracedServer(out, fmt=options.pop("trace_format", "parquet"), trace_id=options.pop("trace_id", None),
+                          send_mode=options.pop("send_mode", None), **options)
     try:
         for topic, queues in topics.items():
             served.create_topic(topic, queues)

@@ -108,12 +108,15 @@ def _broker_ports(first: int, brokers: int) -> list[int]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    from rocketspec.refimpl.served import ServedCluster
+    from rocketspec.traces.served import TracedServer
 
     _check_trace_dir(args.trace, args.force)
     try:
-        served = ServedCluster(
-            args.brokers,
+        served = TracedServer(
+            args.trace,
+            fmt=args.trace_format,
+            send_mode=args.send_mode,
+            brokers=args.brokers,
             host=args.host,
             port=args.port,
             advertise_host=args.advertise_host,
@@ -121,9 +124,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             flush=args.flush,
             **({"broker_ports": _broker_ports(args.broker_port, args.brokers)} if args.broker_port else {}),
             faults=args.faults,
-            trace_dir=args.trace,
-            trace_format=args.trace_format,
-            send_mode=args.send_mode,
             limits=ServerLimits(idle_close_s=args.idle_close, max_connections=args.max_connections,
                                 buffer_limit_bytes=args.buffer_limit * MIB),
             **({"message_delay_level": args.message_delay_level} if args.message_delay_level else {}),

@@ -70,6 +70,7 @@ from realcluster import SERVED_OPTIONS, JavaDriver, RealCluster, require_home  #
 from rocketspec.refimpl.served import ServedCluster  # noqa: E402
 from rocketspec.traces.pycheck import check_python  # noqa: E402
 from rocketspec.traces.report import format_report  # noqa: E402
+from rocketspec.traces.served import TracedServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +91,7 @@ def served_for_java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served
     """`serve` with two brokers configured like `real_rocketmq` (same delay levels and transaction timers), one per
     module; what it served is recorded, and the trace must hold every invariant once the module is done."""
     trace = tmp_path_factory.mktemp("java-trace")
-    with ServedCluster(brokers=2, trace_dir=trace, trace_format="jsonl", **SERVED_OPTIONS) as served:
+    with TracedServer(trace, fmt="jsonl", brokers=2, **SERVED_OPTIONS) as served:
         yield served
     report = check_python(trace)
     assert report.ok, format_report(report)

@@ -33,6 +33,7 @@ from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.spec.protocol import SCHEDULE_TOPIC, RequestCode
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.report import format_report
+from rocketspec.traces.served import TracedServer
 
 DRIVER = Path(__file__).parent / "realclients" / "cpp_driver.py"
 QUEUES = 4  # per broker; two brokers give every topic 8 queues
@@ -116,8 +117,7 @@ def served(cpp_client: None, wire: WireLog, tmp_path_factory: pytest.TempPathFac
     """The served cluster of the module; its trace (broker events and what the wire shows of the clients) must hold
     every invariant once the module is done."""
     trace = tmp_path_factory.mktemp("cpp-trace")
-    with ServedCluster(brokers=2, observer=wire, message_delay_level=DELAY_LEVELS, trace_dir=trace,
-                       trace_format="jsonl") as cluster:
+    with TracedServer(trace, fmt="jsonl", brokers=2, observer=wire, message_delay_level=DELAY_LEVELS) as cluster:
         yield cluster
     report = check_python(trace)
     judged = {result.name: result.judged for result in report.results}

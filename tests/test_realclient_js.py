@@ -34,6 +34,7 @@ from rocketspec.refimpl.served import ServedCluster
 from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.report import format_report
+from rocketspec.traces.served import TracedServer
 
 JS_DIR = Path(__file__).parent / "realclients" / "js"
 TOPIC = "TopicJs"
@@ -203,7 +204,7 @@ def served(tmp_path: Path) -> Iterator[ServedCluster]:
     """A served cluster per test; its trace (broker events, and what the wire shows of the client) must hold every
     invariant once the test is done."""
     trace = tmp_path / "trace"
-    with ServedCluster(brokers=1, trace_dir=trace, trace_format="jsonl") as served:
+    with TracedServer(trace, fmt="jsonl", brokers=1) as served:
         served.create_topic(TOPIC, queues=QUEUES)
         yield served
     report = check_python(trace)

@@ -180,7 +180,6 @@ BAD_INPUT = {
     "oversized length prefix alone": struct.pack(">i", MAX_FRAME_BYTES),
     "bad JSON": json_frame(b'{"code": 105, "opaque":'),
     "JSON array header": json_frame(b"[105]"),
-    "JSON without code": json_frame({"opaque": 1, "extFields": {"topic": TOPIC}}),
     "header length past the end": struct.pack(">ii", 8, 200) + b"{}{}",
     "truncated binary header": struct.pack(">ii", 8, (1 << 24) | 4) + b"\x00\x69\x00\x01",
     "unknown serialize type": struct.pack(">ii", 6, (7 << 24) | 2) + b"{}",
@@ -202,6 +201,23 @@ def test_bad_input_closes_only_its_connection(served: ServedCluster, node: str, 
             request = route_request()
             assert bystander.request(request, kind).opaque == request.opaque
     assert answers(addr)
+
+
+@pytest.mark.parametrize("node", ["namesrv", "broker-a"])
+def test_a_json_header_without_code_is_request_code_0(served: ServedCluster, node: str) -> None:
+    """4.9.8 reads a JSON header without ``code`` as code 0 and keeps the connection (WIRE-2): its broker answers
+    "request type 0 not supported"; its name server answers no code it does not know (``DefaultRequestProcessor``
+    returns null). Both checked on 4.9.8."""
+    addr = served.namesrv_addr if node == "namesrv" else served.broker_addrs[node]
+    with WireClient(addr) as client:
+        client.send_raw(json_frame({"opaque": 41, "extFields": {"topic": TOPIC}}))
+        if node == "namesrv":
+            with pytest.raises(TimeoutError):
+                client.response_to(41, timeout=0.5)
+        else:
+            response, _ = client.response_to(41)
+            assert response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert client.request(route_request()).is_response
 
 
 def test_garbage_after_a_valid_frame_closes_the_connection(served: ServedCluster) -> None:

@@ -23,7 +23,7 @@ from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS, DELAY_LEVEL_NAMES
 from rocketspec.traces import reading
 from rocketspec.traces.invariants import INVARIANTS
 from rocketspec.traces.pycheck import check_python
-from rocketspec.traces.recording import TraceRecorder, TraceWriteError, write_manifest
+from rocketspec.traces.recording import TraceRecorder, TraceWriteError, record, write_manifest
 from rocketspec.traces.schema import MANIFEST, MANIFEST_DELAY_LEVELS, SETTLED, SchemaError
 
 SHORT = "1s 1s 2s 2s"
@@ -39,7 +39,8 @@ RETRIES = 8  # 4 messages x 2 retries (levels 3 and 4), the doomed one's too bef
 def _record(out: Path, trace_id: str, fmt: str, **broker_options: Any) -> Cluster:
     """A settled run whose listener fails: each message is retried twice (delay levels 3 and 4) before it succeeds,
     one message every time (max_reconsume_times 2: it reaches the DLQ after a retry at level 3 and one at 4)."""
-    cluster = Cluster(1, seed=5, trace_dir=out, trace_format=fmt, trace_id=trace_id, **broker_options)
+    recorder = TraceRecorder(None, out, trace_id, fmt=fmt)
+    cluster = Cluster(1, seed=5, sinks=[recorder], **broker_options)
     cluster.create_topic("T", queues=2)
     producer = cluster.producer("PG")
 
@@ -55,8 +56,7 @@ def _record(out: Path, trace_id: str, fmt: str, **broker_options: Any) -> Cluste
         producer.send(Message("T", f"m{i}".encode()))
     producer.send(Message("T", b"doomed"))
     cluster.run_until_idle()
-    assert cluster.recorder is not None
-    cluster.recorder.record_trace_end(SETTLED)
+    recorder.record_trace_end(SETTLED)
     cluster.close()
     return cluster
 
@@ -194,13 +194,13 @@ def test_the_field_must_map_trace_ids(tmp_path: Path) -> None:
 
 
 def test_a_cluster_with_the_default_table_spelled_out_records_no_table(tmp_path: Path) -> None:
-    with Cluster(1, trace_dir=tmp_path, trace_format="jsonl", trace_id="d",
+    with Cluster(1, sinks=[TraceRecorder(None, tmp_path, "d", fmt="jsonl")],
                  message_delay_level=" ".join(DELAY_LEVEL_NAMES)) as cluster:
         assert cluster.delay_level_millis == DELAY_LEVEL_MILLIS
     assert MANIFEST_DELAY_LEVELS not in json.loads((tmp_path / MANIFEST).read_text(encoding="utf-8"))
     with Cluster(1, message_delay_level=SHORT) as cluster:
         assert cluster.delay_level_millis == tuple(SHORT_MS)
-        recorder = cluster.record(tmp_path / "later", trace_id="later", fmt="jsonl")
+        recorder = record(cluster, tmp_path / "later", trace_id="later", fmt="jsonl")
         assert recorder.delay_levels_ms == tuple(SHORT_MS)
 
 

@@ -22,7 +22,8 @@ from rocketspec.traces.schema import COLUMNS, CUT, KINDS, MANIFEST, SCHEMA_VERSI
 
 def _run(out: Path, fmt: str, *, seed: int = 3) -> Cluster:
     """A small settled run: sync, batch and transactional sends; a consumer that fails once; a crashed consumer."""
-    cluster = Cluster(2, seed=seed, trace_dir=out, trace_format=fmt, trace_id="t1", segment_bytes=4096)
+    recorder = TraceRecorder(None, out, "t1", fmt=fmt)
+    cluster = Cluster(2, seed=seed, sinks=[recorder], segment_bytes=4096)
     cluster.create_topic("T", queues=2)
     producer = cluster.producer("PG")
     failed: set[str] = set()
@@ -45,8 +46,7 @@ def _run(out: Path, fmt: str, *, seed: int = 3) -> Cluster:
     cluster.crash_client(doomed)
     cluster.run_until_idle()
     assert consumer is not None
-    assert cluster.recorder is not None
-    cluster.recorder.record_trace_end(SETTLED)
+    recorder.record_trace_end(SETTLED)
     cluster.close()
     return cluster
 
@@ -127,7 +127,7 @@ def test_jsonl_holds_the_same_rows_as_parquet(tmp_path: Path) -> None:
 
 
 def test_deleting_old_data_records_store_delete(tmp_path: Path) -> None:
-    cluster = Cluster(1, seed=1, trace_dir=tmp_path, trace_id="del", segment_bytes=4096)
+    cluster = Cluster(1, seed=1, sinks=[TraceRecorder(None, tmp_path, "del")], segment_bytes=4096)
     cluster.create_topic("T", queues=1)
     producer = cluster.producer("PG")
     for i in range(80):

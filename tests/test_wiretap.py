@@ -31,6 +31,7 @@ from rocketspec.traces import reading
 from rocketspec.traces.invariants import PART_A_SKIPPED, SKIPPED
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.schema import check_row
+from rocketspec.traces.served import TracedServer
 from rocketspec.traces.wiretap import MAX_PENDING_PER_CONNECTION, WireEvents
 
 BROKER_A, BROKER_B = "10.0.0.1:10911", "10.0.0.2:10911"
@@ -417,7 +418,7 @@ def test_requests_never_answered_are_bounded() -> None:
 @pytest.fixture()
 def served_trace(tmp_path: Path) -> Iterator[tuple[ServedCluster, Path]]:
     out = tmp_path / "served"
-    with ServedCluster(brokers=1, trace_dir=out, trace_format="jsonl") as served:
+    with TracedServer(out, fmt="jsonl", brokers=1) as served:
         served.create_topic("T", queues=1)
         yield served, out
 
@@ -429,7 +430,7 @@ def test_a_served_trace_is_cut_and_still_shows_an_acknowledged_message_lost(tmp_
     --send-mode`` does: without it a sync send's answer is not written as a send.result.)"""
     out = tmp_path / "served"
     keys = [f"{'K' * 30}{i:02d}" for i in range(3)]
-    with ServedCluster(brokers=1, trace_dir=out, trace_format="jsonl", send_mode="SYNC") as served:
+    with TracedServer(out, fmt="jsonl", send_mode="SYNC", brokers=1) as served:
         served.create_topic("T", queues=1)
         with WireClient(served.broker_addrs["broker-a"]) as broker:
             assert broker.request(heartbeat("cid-s")).code == ResponseCode.SUCCESS

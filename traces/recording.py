@@ -37,11 +37,12 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import attrs
 
-from rocketspec.refimpl.events import Event, EventLog
+from rocketspec.refimpl.events import Event, EventLog, EventSink
+from rocketspec.spec.protocol import DELAY_LEVEL_MILLIS
 from rocketspec.traces.schema import (
     BOOL,
     COLUMNS,
@@ -250,6 +251,9 @@ class _JsonlSink:
 class TraceRecorder:
     """Records the events of ``log`` as trace ``trace_id`` under ``out`` (see the module docs for the layout).
 
+    ``log`` None: the recorder is an ``EventSink`` to pass to a run (``Cluster(sinks=[recorder])``, or
+    :func:`record`), which attaches its log and delay table when it starts.
+
     ``batch_rows`` bounds the rows held in memory (one Parquet row group); ``keep_events=False`` also stops the log
     from keeping events in memory, so a recorded run of any length uses bounded memory. ``manifest=False`` leaves the
     directory manifest to the caller (the generator writes it once every shard is done). ``generator`` is stored in
@@ -260,7 +264,7 @@ class TraceRecorder:
 
     def __init__(
         self,
-        log: EventLog,
+        log: EventLog | None,
         out: str | os.PathLike[str],
         trace_id: str,
         *,
@@ -295,15 +299,29 @@ class TraceRecorder:
         self._sink: _ParquetSink | _JsonlSink = (
             _ParquetSink(target, rows_per_file) if fmt == "parquet" else _JsonlSink(target)
         )
-        self._log = log
-        self._clock: Callable[[], int] = log._clock  # the run's clock, for the trace.end row
+        self._log: EventLog | None = None
+        self._clock: Callable[[], int] = lambda: 0
+        self._keep_events = keep_events
         self._buffer = _Buffer()
         self._seq = 0
         self.rows_written = 0
         self.ended: str | None = None
         self.closed = False
-        if keep_events is not None:
-            log.keep = keep_events
+        if log is not None:
+            self.attach(log, None)
+
+    def attach(self, log: EventLog, delay_level_millis: Sequence[int] | None) -> None:
+        """Start recording ``log`` (``EventSink``); a run's delay table other than the default goes into the
+        manifests unless ``delay_levels_ms`` was given."""
+        if self._log is not None:
+            raise TraceWriteError(f"trace {self.trace_id} already records a run")
+        self._log = log
+        self._clock = log._clock  # the run's clock, for the trace.end row
+        if self.delay_levels_ms is None and delay_level_millis is not None \
+                and tuple(delay_level_millis) != DELAY_LEVEL_MILLIS:
+            self.delay_levels_ms = check_delay_levels(delay_level_millis, "delay_levels_ms")
+        if self._keep_events is not None:
+            log.keep = self._keep_events
         log.subscribe(self.record)
 
     # ---------------------------------------------------------------------------------------------------- rows
@@ -362,7 +380,8 @@ class TraceRecorder:
             raise TraceWriteError(f"trace {self.trace_id} already ended ({self.ended})")
         self.record(_TraceEnd(node=RECORDER_NODE, status=status, detail=detail, ts_ms=self._clock()))
         self.ended = status
-        self._log.unsubscribe(self.record)
+        if self._log is not None:
+            self._log.unsubscribe(self.record)
 
     # ---------------------------------------------------------------------------------------------------- close
     def close(self) -> dict[str, Any]:
@@ -392,6 +411,29 @@ class TraceRecorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RecordableRun(Protocol):
+    """What :func:`record` needs of a run: a ``Cluster`` (its seed names the trace; it takes event sinks)."""
+
+    seed: int
+
+    def add_sink(self, sink: EventSink) -> EventSink: ...
+
+
+def record(cluster: RecordableRun, out: str | os.PathLike[str], *, trace_id: str | None = None, fmt: str = "parquet",
+           keep_events: bool | None = False, **options: Any) -> TraceRecorder:
+    """Record ``cluster``'s events from now on as a trace under ``out`` (``docs/traces.md``): Parquet partitioned by
+    trace (``out/trace_id=<id>/part-*.parquet``) or JSON Lines (``out/<id>.jsonl``); the trace id defaults to
+    ``refimpl-s<seed>``. ``keep_events=False`` (the default) stops the cluster keeping events in memory. End the trace
+    with ``recorder.record_trace_end("SETTLED")`` once the run settled; closing the recorder (or the cluster) ends it
+    ``CUT`` otherwise and writes the manifest, which records the brokers' delay table when it is not the default.
+    Other ``options`` are :class:`TraceRecorder`'s. To record a run from its very start, pass
+    ``TraceRecorder(None, out, trace_id)`` to ``Cluster(sinks=[...])`` instead."""
+    recorder = TraceRecorder(None, out, trace_id or f"refimpl-s{cluster.seed}", fmt=fmt, keep_events=keep_events,
+                             **options)
+    cluster.add_sink(recorder)
+    return recorder
 
 
 @attrs.frozen(kw_only=True)

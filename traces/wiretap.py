@@ -224,14 +224,15 @@ class WireEvents:
     client-side kinds are read off the wire; otherwise (a tap in front of another implementation) the broker-side
     kinds the wire proves are written too. ``send_mode``: the CommunicationMode (``SYNC``, ``ASYNC``) producers use,
     when the operator knows it; without it only oneway-flagged sends are written. ``max_tracked`` bounds the sends
-    and pulled messages remembered.
+    and pulled messages remembered. ``events`` None: it is an ``EventSink`` too, given the run's log when the run
+    starts (``ServedCluster(observer=wire_events, sinks=[recorder, wire_events])``); frames before that are ignored.
     """
 
-    def __init__(self, events: EventLog, *, server_events: bool = False, send_mode: str | None = None,
+    def __init__(self, events: EventLog | None, *, server_events: bool = False, send_mode: str | None = None,
                  max_tracked: int = 65_536) -> None:
         if send_mode is not None and send_mode not in CommunicationMode.__members__:
             raise ValueError(f"send_mode must be one of {', '.join(CommunicationMode.__members__)}, not {send_mode!r}")
-        self.events = events
+        self.events: EventLog | None = events
         self.server_events = server_events
         self.send_mode = CommunicationMode[send_mode] if send_mode is not None else None
         self.max_tracked = max_tracked
@@ -243,9 +244,18 @@ class WireEvents:
         self._broker_ids: dict[str, int] = {}  # broker address -> broker id, from the routes and cluster info seen
         self.frames = 0
 
+    def attach(self, log: EventLog, delay_level_millis: object = None) -> None:
+        """``EventSink``: write into the run's ``log`` from now on."""
+        self.events = log
+
+    def close(self) -> None:
+        """``EventSink``: nothing is held back."""
+
     # ------------------------------------------------------------------------------------------------------ entry
     def __call__(self, frame: WireFrame) -> None:
         """Take one frame (the transport calls this for every command, in the order it saw them)."""
+        if self.events is None:
+            return
         self.frames += 1
         conn = self._connections.get(frame.connection)
         if conn is None:
@@ -301,7 +311,8 @@ class WireEvents:
 
     # ------------------------------------------------------------------------------------------------- internals
     def _emit(self, event: Event) -> None:
-        self.events.emit(event)
+        if self.events is not None:
+            self.events.emit(event)
 
     @staticmethod
     def _node(conn: _Connection) -> str:

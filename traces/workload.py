@@ -54,7 +54,7 @@ from rocketspec.refimpl.remoting import RemotingError
 from rocketspec.refimpl.runtime import NotIdle, RuntimeTimeout
 from rocketspec.spec.protocol import TransactionState
 from rocketspec.spec.queues import MessageQueue
-from rocketspec.traces.recording import TraceRecorder
+from rocketspec.traces.recording import TraceRecorder, record
 from rocketspec.traces.schema import CUT, FAULT_PROFILES, SETTLED
 
 _SEND_ERRORS = (MQClientError, MQBrokerError, RemotingError, RuntimeTimeout)
@@ -405,8 +405,8 @@ def run_shard(spec: ShardSpec, progress: Callable[[int], None] | None = None,
         options["segment_bytes"] = rng.choice((16_384, 65_536))
     cluster = Cluster(rng.randint(2, 3), seed=spec.run_seed, keep_events=False, flush="sync" if heavy else "async",
                       **options)
-    recorder: TraceRecorder = cluster.record(Path(spec.out), trace_id=spec.trace_id, fmt=spec.fmt,
-                                             manifest=manifest)
+    recorder: TraceRecorder = record(cluster, Path(spec.out), trace_id=spec.trace_id, fmt=spec.fmt,
+                                     manifest=manifest)
     status = CUT
     workload = Workload(cluster, rng, prof)
     try:
