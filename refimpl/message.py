@@ -16,7 +16,6 @@ import calendar
 import datetime
 import functools
 import ipaddress
-import operator
 import socket
 import struct
 import zlib
@@ -25,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import attrs
 
 from rocketspec.spec import protocol
+from rocketspec.spec.java import string_hash as java_string_hash
 from rocketspec.spec.protocol import Property
 from rocketspec.spec.queues import MessageQueue
 
@@ -52,25 +52,6 @@ _BATCH_FIXED_BYTES = 22  # 20 head bytes + int16 propertiesLen
 
 # ---------------------------------------------------------------------------------------------------------------
 # Hashes, properties, hosts
-
-
-@functools.lru_cache(maxsize=512)
-def _powers_of_31(n: int) -> tuple[int, ...]:
-    """31**(n-1), ..., 31, 1 modulo 2**32: the weights of ``n`` code units in ``String.hashCode``."""
-    return tuple(pow(31, n - 1 - i, 0x1_0000_0000) for i in range(n))
-
-
-def java_string_hash(s: str) -> int:
-    """Java ``String.hashCode``: ``h = 31*h + c`` over UTF-16 code units, as a signed 32-bit int.
-
-    Computed as the sum of each unit times its power of 31 modulo 2**32 (the same value: the recurrence unrolled),
-    which runs the loop in C; the index hashes every key of every stored message."""
-    if s.isascii():
-        units: Sequence[int] = s.encode("ascii")
-    else:
-        units = [unit for (unit,) in struct.iter_unpack(">H", s.encode("utf-16-be", "surrogatepass"))]
-    h = sum(map(operator.mul, units, _powers_of_31(len(units)))) & 0xFFFFFFFF
-    return h - 0x1_0000_0000 if h & 0x80000000 else h
 
 
 @functools.lru_cache(maxsize=8192)

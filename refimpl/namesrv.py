@@ -53,7 +53,6 @@ from rocketspec.refimpl.runtime import Runtime, Timer
 from rocketspec.spec.protocol import (
     BROKER_CHANNEL_EXPIRED_MS,
     DEFAULT_NAMESRV_PORT,
-    FAQ_URL,
     MASTER_ID,
     NAMESPACE_ORDER_TOPIC_CONFIG,
     NAMESRV_SCAN_INITIAL_DELAY_MS,
@@ -62,6 +61,7 @@ from rocketspec.spec.protocol import (
     VERSION_V4_9_4,
     RequestCode,
     ResponseCode,
+    suggest_todo,
 )
 
 NAMESRV_NODE = "namesrv"
@@ -313,7 +313,7 @@ class NameServer:
         if route is None:
             return request.response(
                 ResponseCode.TOPIC_NOT_EXIST,
-                remark=f"No topic route info in name server for the topic: {topic}\nSee {FAQ_URL} for further details.",
+                remark=f"No topic route info in name server for the topic: {topic}{suggest_todo()}",
             )
         if self.admin.order_message_enable:  # NamesrvConfig.orderMessageEnable: the ORDER_TOPIC_CONFIG entry
             route.order_topic_conf = self.admin.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)

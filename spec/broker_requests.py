@@ -32,11 +32,11 @@ import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
+from rocketspec.spec.java import is_blank
 from rocketspec.spec.message_filter import broker_tag_matches, java_string_hash
 from rocketspec.spec.protocol import (
     BROKER_DEFAULT_TOPIC_QUEUE_NUMS,
     DEFAULT_QUERY_MAX_NUM,
-    FAQ_URL,
     KEY_SEPARATOR,
     MAX_MSGS_NUM_BATCH,
     MAX_PROPERTIES_LENGTH,
@@ -58,6 +58,7 @@ from rocketspec.spec.protocol import (
     Property,
     RequestCode,
     ResponseCode,
+    suggest_todo,
 )
 from rocketspec.spec.rebalance import broker_lock_granted
 
@@ -255,13 +256,6 @@ BROKER_REQUEST_CODES: frozenset[int] = frozenset({
 BLANK_TOPIC_REMARK = "The specified topic is blank."
 ILLEGAL_TOPIC_REMARK = "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
 LONG_TOPIC_REMARK = "The specified topic is longer than topic max length."
-# Java's Character.isWhitespace below U+0100 (UtilAll.isBlank); any such character is illegal in a topic anyway.
-_JAVA_WHITESPACE = frozenset("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f ")
-
-
-def suggest_todo(url: str = FAQ_URL) -> str:
-    """``FAQUrl.suggestTodo``."""
-    return f"\nSee {url} for further details."
 
 
 # ------------------------------------------------------------------------------------------------------ sending
@@ -275,7 +269,7 @@ def validate_topic(topic: str) -> str | None:
     post: topic != "" or __return__ == BLANK_TOPIC_REMARK
     post: not all(c in VALID_TOPIC_CHARS for c in topic) or topic == "" or __return__ == (LONG_TOPIC_REMARK if len(topic) > TOPIC_MAX_LENGTH else None)
     """  # noqa: E501
-    if all(c in _JAVA_WHITESPACE for c in topic):
+    if is_blank(topic):
         return BLANK_TOPIC_REMARK
     if any(c not in VALID_TOPIC_CHARS for c in topic):
         return ILLEGAL_TOPIC_REMARK

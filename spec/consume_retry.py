@@ -32,6 +32,7 @@ import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
+from rocketspec.spec.java import int64, is_blank, parse_long
 from rocketspec.spec.protocol import (
     DEFAULT_CONSUME_TIMEOUT_MINUTES,
     DEFAULT_MAX_RECONSUME_TIMES,
@@ -265,8 +266,6 @@ SUSPEND_MAX_MS = 30_000
 PERM_RW = PERM_READ | PERM_WRITE
 
 _UNIT_MILLIS: tuple[tuple[str, int], ...] = (("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000))
-_LONG_MIN = -(2**63)
-_LONG_MAX = 2**63 - 1
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -274,32 +273,11 @@ _LONG_MAX = 2**63 - 1
 # ------------------------------------------------------------------------------------------------------------
 
 
-# Character.isWhitespace: the Unicode space/line/paragraph separators except the non-breaking ones (U+00A0,
-# U+2007, U+202F), plus tab, LF, VT, FF, CR and the file/group/record/unit separators. (Java 8's Unicode 6.2
-# also counts U+180E, which later Unicode versions, and this set, do not.)
-JAVA_WHITESPACE = frozenset(
-    "\t\n\u000b\f\r\u001c\u001d\u001e\u001f \u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2008\u2009"
-    "\u200a\u2028\u2029\u205f\u3000"
-)
-
-
-def java_blank(text: str) -> bool:
-    """``UtilAll.isBlank`` for a non-null string: empty or only ``Character.isWhitespace`` characters."""
-    return all(c in JAVA_WHITESPACE for c in text)
-
-
-def _java_long_wrap(value: int) -> int:
-    return (value - _LONG_MIN) % 2**64 + _LONG_MIN
-
-
 def _parse_java_long(text: str) -> int:
-    # Long.parseLong: an optional sign, then at least one decimal digit; nothing else (no spaces, no '_').
-    digits = text[1:] if text[:1] in ("+", "-") else text
-    if not digits or not all(c.isdecimal() for c in digits):
+    """``Long.parseLong``, raising where Java throws ``NumberFormatException``."""
+    value = parse_long(text)
+    if value is None:
         raise ValueError(f"not a Java long: {text!r}")
-    value = int(text)
-    if not _LONG_MIN <= value <= _LONG_MAX:
-        raise ValueError(f"Java long overflow: {text!r}")
     return value
 
 
@@ -326,7 +304,7 @@ def parse_delay_levels(text: str) -> tuple[int, ...]:
     for item in items:
         if item == "" or item[-1] not in units:
             raise ValueError(f"bad delay level item {item!r}")
-        result.append(_java_long_wrap(units[item[-1]] * _parse_java_long(item[:-1])))
+        result.append(int64(units[item[-1]] * _parse_java_long(item[:-1])))
     return tuple(result)
 
 
@@ -522,7 +500,7 @@ def send_back_properties(
     """``(RETRY_TOPIC, ORIGIN_MESSAGE_ID)`` of the broker's copy of a stored message (RETRY-9).
 
     RETRY_TOPIC is kept if the stored message has it, else set to the stored message's topic;
-    ORIGIN_MESSAGE_ID is kept unless blank (null or only Java whitespace, :func:`java_blank`), else set to the
+    ORIGIN_MESSAGE_ID is kept unless blank (null or only Java whitespace, :func:`~rocketspec.spec.java.is_blank`), else set to the
     stored message's id.
 
     pre: len(topic) <= 2 and len(message_id) <= 2
@@ -530,7 +508,7 @@ def send_back_properties(
     post: __return__[0] is (topic if retry_topic is None else retry_topic) and __return__[1] in (message_id, origin_message_id)
     """  # noqa: E501
     first_topic = topic if retry_topic is None else retry_topic
-    if origin_message_id is None or java_blank(origin_message_id):
+    if origin_message_id is None or is_blank(origin_message_id):
         return (first_topic, message_id)
     return (first_topic, origin_message_id)
 
@@ -719,7 +697,7 @@ def client_retry_message(
     props = dict(properties)
     if orderly and profile.at_least("4.9.4"):
         origin = props.get(Property.ORIGIN_MESSAGE_ID)
-        props[Property.ORIGIN_MESSAGE_ID] = message_id if origin is None or java_blank(origin) else origin
+        props[Property.ORIGIN_MESSAGE_ID] = message_id if origin is None or is_blank(origin) else origin
     header_times = reconsume_times if orderly else reconsume_times + 1
     delay_level = RETRY_BASE_DELAY_LEVEL + reconsume_times
     props[Property.RETRY_TOPIC] = real_topic

@@ -29,12 +29,13 @@ import enum
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
+from rocketspec.spec.java import string_hash as java_string_hash
 from rocketspec.spec.protocol import EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG, SUB_ALL, ResponseCode
 
 CLAUSES = ClauseTable(
@@ -189,29 +190,6 @@ CLAUSES = ClauseTable(
 
 
 # ----------------------------------------------------------------------------------------------------------- tags
-def java_string_hash(text: str) -> int:
-    """``String.hashCode`` as a signed 32-bit int, over UTF-16 code units (FILTER-1).
-
-    post: -2**31 <= __return__ < 2**31
-    post: text != "" or __return__ == 0
-    """
-    h = 0
-    for unit in _utf16_units(text):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def _utf16_units(text: str) -> Iterator[int]:
-    for ch in text:
-        cp = ord(ch)
-        if cp < 0x10000:
-            yield cp
-        else:
-            cp -= 0x10000
-            yield 0xD800 + (cp >> 10)
-            yield 0xDC00 + (cp & 0x3FF)
-
-
 @CLAUSES.oracle("FILTER-1")
 def subscription_tags(sub_string: str | None) -> tuple[str, ...]:
     """The tag set of a tag subscription, in order, duplicates kept once; empty = every tag (FILTER-1).

@@ -31,7 +31,6 @@ from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
 from rocketspec.spec.protocol import (
     BROKER_CHANNEL_EXPIRED_MS,
-    FAQ_URL,
     MASTER_ID,
     NAMESPACE_ORDER_TOPIC_CONFIG,
     PERM_INHERIT,
@@ -39,6 +38,7 @@ from rocketspec.spec.protocol import (
     PERM_WRITE,
     RequestCode,
     ResponseCode,
+    suggest_todo,
 )
 
 CLAUSES = ClauseTable(
@@ -173,11 +173,6 @@ def route_code(queue_broker_names: tuple[str, ...], names_with_broker_data: tupl
         if name in names_with_broker_data:
             return ResponseCode.SUCCESS
     return ResponseCode.TOPIC_NOT_EXIST
-
-
-def suggest_todo(url: str = FAQ_URL) -> str:
-    """``FAQUrl.suggestTodo``: the line RocketMQ appends to some error remarks."""
-    return f"\nSee {url} for further details."
 
 
 @CLAUSES.oracle("NS-3")

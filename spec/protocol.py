@@ -258,6 +258,13 @@ class PutMessageStatus(enum.Enum):
     LMQ_CONSUME_QUEUE_NUM_EXCEEDED = "LMQ_CONSUME_QUEUE_NUM_EXCEEDED"
 
 
+#: Put statuses with the message stored (``handlePutMessageResult`` and ``sendFinalMessage`` count them as stored).
+STORED_PUT_STATUSES: frozenset[PutMessageStatus] = frozenset({
+    PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE,
+})
+
+
 class PullStatus(enum.Enum):
     """Client-side pull result (``PullStatus.java``)."""
 
@@ -527,6 +534,12 @@ DEFAULT_TRACE_REGION_ID = "DefaultRegion"
 PROPERTY_TRANSACTION_ID = "__transactionId__"
 # The FAQ link RocketMQ appends to some error remarks (FAQUrl.suggestTodo: "\nSee <url> for further details.").
 FAQ_URL = "http://rocketmq.apache.org/docs/faq/"
+
+
+def suggest_todo(url: str = FAQ_URL) -> str:
+    """``FAQUrl.suggestTodo``: the line RocketMQ appends to some error remarks."""
+    return f"\nSee {url} for further details."
+
 # 4.9.8 producers also write the compression type into sysFlag bits 8-10 (MessageSysFlag.COMPRESSION_ZLIB_TYPE).
 SYSFLAG_COMPRESSION_ZLIB = 0x3 << 8
 SYSFLAG_COMPRESSION_TYPE_MASK = 0x7 << 8

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
 import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
+from rocketspec.spec.java import is_blank
 from rocketspec.spec.protocol import (
     BROKER_LOCK_EXPIRY_MS,
     CLIENT_LOCK_EXPIRY_MS,
@@ -377,21 +377,10 @@ class AllocationRejected(ValueError):
     """What a strategy's argument check throws (IllegalArgumentException in Java, REB-2)."""
 
 
-def _java_blank(text: str) -> bool:
-    """``StringUtils.isBlank``: empty or only characters ``Character.isWhitespace`` accepts."""
-
-    def whitespace(ch: str) -> bool:
-        if ch in "\u00a0\u2007\u202f":
-            return False
-        return ch in "\t\n\u000b\f\r\u001c\u001d\u001e\u001f" or unicodedata.category(ch) in ("Zs", "Zl", "Zp")
-
-    return all(whitespace(ch) for ch in text)
-
-
 def _check_arguments(
     consumer_id: str, queues: list[MessageQueue], ids: list[str], blank_is_empty: bool
 ) -> None:
-    if not consumer_id or (blank_is_empty and _java_blank(consumer_id)):
+    if not consumer_id or (blank_is_empty and is_blank(consumer_id)):
         raise AllocationRejected("currentCID is empty")
     if not queues:
         raise AllocationRejected("mqAll is null or mqAll empty")

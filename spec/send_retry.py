@@ -27,6 +27,7 @@ import attrs
 
 from rocketspec.spec.clauses import Clause, ClauseTable
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant, require_enabled
+from rocketspec.spec.java import INT_MAX, int32, int_abs, rem
 from rocketspec.spec.protocol import (
     DEFAULT_PERM,
     DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK,
@@ -227,30 +228,9 @@ CLAUSES = ClauseTable(
 )
 
 
-# Java int arithmetic (language facts, not protocol constants).
-_INT_MIN = -(2**31)
-_INT_MAX = 2**31 - 1
-
-
-def _int32(value: int) -> int:
-    """``value`` wrapped to a Java ``int``."""
-    return (value - _INT_MIN) % 2**32 + _INT_MIN
-
-
-def _java_abs(value: int) -> int:
-    """``Math.abs`` on a Java ``int``: the absolute value, except that ``Integer.MIN_VALUE`` stays itself."""
-    return value if value >= 0 else _int32(-value)
-
-
-def _java_rem(dividend: int, divisor: int) -> int:
-    """Java's ``%``: the remainder takes the sign of the dividend."""
-    magnitude = abs(dividend) % abs(divisor)
-    return magnitude if dividend >= 0 else -magnitude
-
-
 def _position(index: int, size: int) -> int:
     """``Math.abs(index) % size``, with a negative result replaced by 0 (TopicPublishInfo)."""
-    pos = _java_rem(_java_abs(index), size)
+    pos = rem(int_abs(index), size)
     return pos if pos >= 0 else 0
 
 
@@ -642,14 +622,14 @@ def next_index(counter: int, profile: VersionProfile = DEFAULT_PROFILE) -> tuple
 
 def _next(counter: int, profile: VersionProfile) -> tuple[int, int]:
     if not profile.at_least("4.9.0"):
-        stored = _java_abs(_int32(counter + 1))
+        stored = int_abs(int32(counter + 1))
         stored = stored if stored >= 0 else 0
         return stored, stored
-    stored = _int32(counter + 1)
+    stored = int32(counter + 1)
     if profile.at_least("4.9.4"):
         # stored & 0x7FFFFFFF, as arithmetic (CrossHair reasons about % but not about & on symbolic ints)
-        return stored, stored % (_INT_MAX + 1)
-    return stored, _java_abs(stored)
+        return stored, stored % (INT_MAX + 1)
+    return stored, int_abs(stored)
 
 
 def _round_robin(
@@ -696,7 +676,7 @@ def select_queue_plain(
         counter, index = _next(counter, profile)
         for _ in range(size):
             candidate = queues[_position(index, size)]
-            index = _int32(index + 1)
+            index = int32(index + 1)
             if _on_other_broker(candidate, last_broker):
                 return candidate, counter
     pos, counter = _round_robin(queues, counter, profile)
@@ -742,7 +722,7 @@ def _pick(faults: FaultTable, now_ms: int, worst_counter: int, profile: VersionP
         position = 0
     else:
         worst_counter, index = _next(worst_counter, profile)
-        position = _java_rem(index, half)
+        position = rem(index, half)
         if position < 0:
             return Pick(frozenset(), worst_counter)
     chosen = key(ordered[position])
@@ -805,7 +785,7 @@ def select_queue_latency(
     counter, index = _next(counter, profile)
     for _ in range(size):
         candidate = queues[_position(index, size)]
-        index = _int32(index + 1)
+        index = int32(index + 1)
         if _available(faults, candidate.broker_name, now_ms) and (
             profile.at_least("4.9.0") or last_broker is None or candidate.broker_name == last_broker
         ):
@@ -820,7 +800,7 @@ def select_queue_latency(
         if count > 0:
             pos, after = _round_robin(queues, counter, profile)
             after, index = _next(after, profile)
-            chosen = MessageQueue(queues[pos].topic, broker, _java_rem(index, count))
+            chosen = MessageQueue(queues[pos].topic, broker, rem(index, count))
             rewritten = queues if profile.at_least("4.9.8") else (*queues[:pos], chosen, *queues[pos + 1:])
             results.add(Selection(chosen, after, pick.worst_counter, rewritten, faults))
         else:

@@ -9,7 +9,7 @@ import pytest
 from broker_services_harness import BrokerHarness
 
 from rocketspec.refimpl.broker.groups import SubscriptionGroupConfig
-from rocketspec.refimpl.broker.schedule import DELAY_OFFSET_FILE, correct_deliver_timestamp, parse_java_long
+from rocketspec.refimpl.broker.schedule import DELAY_OFFSET_FILE, correct_deliver_timestamp
 from rocketspec.refimpl.events import MessageStored, SendBack
 from rocketspec.refimpl.message import java_string_hash
 from rocketspec.refimpl.runtime import SIMULATED_EPOCH_MS
@@ -172,12 +172,9 @@ def test_persisted_offsets_are_corrected_into_the_queue_bounds(h: BrokerHarness)
     assert h.broker.schedule.offset_table == {1: 1, 2: 0}
 
 
-def test_correct_deliver_timestamp_and_java_number_parsing() -> None:
+def test_correct_deliver_timestamp() -> None:
     assert correct_deliver_timestamp(1_000, 5_000, 1_000) == 1_000  # beyond now + delay: now
     assert correct_deliver_timestamp(1_000, 2_000, 1_000) == 2_000
-    assert parse_java_long("+12") == 12 and parse_java_long("-3") == -3
-    assert parse_java_long("1_0") is None and parse_java_long(" 1") is None and parse_java_long(None) is None
-    assert parse_java_long(str(1 << 31), 32) is None and parse_java_long(str(1 << 31)) == 1 << 31
 
 
 def test_a_slave_runs_no_schedule_service() -> None:

@@ -16,6 +16,7 @@ from mutation import crosshair_mutant, mutant
 from rocketspec.spec import V4_9_3, V4_9_8, VersionProfile
 from rocketspec.spec import consume_retry as cr
 from rocketspec.spec.explorer import STEP_RAISED, Model, explore
+from rocketspec.spec.java import is_blank
 from rocketspec.spec.protocol import (
     DEFAULT_MAX_RECONSUME_TIMES,
     DELAY_LEVEL_MILLIS,
@@ -253,12 +254,7 @@ def test_send_back_properties_property(topic: str, retry: str | None, origin: st
                                        msg_id: str) -> None:
     got_topic, got_origin = cr.send_back_properties(topic, retry, origin, msg_id)
     assert got_topic == (topic if retry is None else retry)
-    assert got_origin == (msg_id if origin is None or cr.java_blank(origin) else origin)
-
-
-def test_java_blank() -> None:
-    assert cr.java_blank("") and cr.java_blank(" \t\r\n\u001f\u2028\u3000")
-    assert not cr.java_blank("\u00a0") and not cr.java_blank("\u202f") and not cr.java_blank(" x ")
+    assert got_origin == (msg_id if origin is None or is_blank(origin) else origin)
 
 
 def test_topics_created_by_send_back() -> None:
@@ -341,7 +337,7 @@ def test_client_retry_message_property(topic: str, n: int, max_times: int, props
             assert got[key] == value
     origin = dict(props).get(Property.ORIGIN_MESSAGE_ID)
     if orderly and profile.at_least("4.9.4"):
-        expected = msg_id if origin is None or cr.java_blank(origin) else origin
+        expected = msg_id if origin is None or is_blank(origin) else origin
         assert got[Property.ORIGIN_MESSAGE_ID] == expected
     else:
         assert got.get(Property.ORIGIN_MESSAGE_ID) == origin

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from rocketspec.refimpl.broker.admin_topics import SLAVE_REMARK, mq_key, null_offset_scan
-from rocketspec.refimpl.broker.clients import ClientChannelInfo, SubscriptionData
+from rocketspec.refimpl.broker.clients import ClientChannelInfo, subscription_json
 from rocketspec.refimpl.broker.groups import SubscriptionGroupConfig
 from rocketspec.refimpl.message import MessageIdDecodeError, java_message_id_offset
 from rocketspec.refimpl.remoting import (
@@ -110,13 +110,6 @@ def connection_json(info: ClientChannelInfo) -> dict[str, Any]:
     """``Connection``: client id, address (as the broker sees it), language name and version ordinal."""
     return {"clientAddr": info.channel.remote_addr, "clientId": info.client_id,
             "language": _language(info.language), "version": info.version}
-
-
-def subscription_json(sub: SubscriptionData) -> dict[str, Any]:
-    """``SubscriptionData`` as fastjson writes it (``filterClassSource`` is not serialized)."""
-    return {"classFilterMode": sub.class_filter_mode, "codeSet": sorted(sub.code_set),
-            "expressionType": sub.expression_type, "subString": sub.sub_string, "subVersion": sub.sub_version,
-            "tagsSet": sorted(sub.tags_set), "topic": sub.topic}
 
 
 class ConsumerAdmin:

@@ -40,6 +40,7 @@ from rocketspec.refimpl.message import decode_offset_message_id, decode_stored_m
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.route import RawJson, dumps_java
 from rocketspec.refimpl.store import MessageToStore
+from rocketspec.spec.java import is_blank
 from rocketspec.spec.protocol import (
     TRANS_HALF_TOPIC,
     Property,
@@ -64,11 +65,6 @@ _NPE = 'Cannot invoke "org.apache.rocketmq.acl.AccessValidator.{call}" because "
 ACL_UPDATE_REMARK = _NPE.format(call="updateAccessConfig(org.apache.rocketmq.common.PlainAccessConfig)", slot=6)
 ACL_DELETE_REMARK = _NPE.format(call="deleteAccessConfig(String)", slot=6)
 ACL_WHITE_ADDRS_REMARK = _NPE.format(call="updateGlobalWhiteAddrsConfig(java.util.List, String)", slot=5)
-
-
-def _is_blank(text: str | None) -> bool:
-    """``UtilAll.isBlank``."""
-    return text is None or not text.strip()
 
 
 def _java_str(text: str | None) -> str:
@@ -134,7 +130,7 @@ class MaintenanceAdmin:
         compare_group = request.field("compareGroup")
         topic = request.field("topic")
         table = self.broker.consumer_offsets.table
-        if not _is_blank(filter_groups):
+        if not is_blank(filter_groups):
             assert filter_groups is not None
             for group in filter_groups.split(","):
                 # ConsumerOffsetManager.queryMinOffsetInAllGroup removes through offsetTable.keySet(): the offsets

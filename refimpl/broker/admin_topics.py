@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rocketspec.refimpl.broker.clients import subscription_json
 from rocketspec.refimpl.broker.topics import TopicConfig, validate_topic
 from rocketspec.refimpl.remoting import (
     JAVA_NPE,
@@ -259,8 +260,6 @@ class TopicAdmin:
         """``queryConsumeQueue`` (mqadmin queryCq): up to ``count`` consume-queue entries from ``index``, the queue's
         min and max index, and with ``consumerGroup`` the group's subscription (or "group@topic is not online!").
         An unknown queue is SYSTEM_ERROR; an index outside the queue is SUCCESS with a remark and no body."""
-        from rocketspec.refimpl.broker.admin_consumers import subscription_json  # that module imports this one
-
         broker = self.broker
         topic = request.field("topic")
         if topic is None:  # the store's consume-queue table lookup of null

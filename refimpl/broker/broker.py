@@ -58,6 +58,7 @@ from rocketspec.spec.protocol import (
     PERM_WRITE,
     STORE_CLEAN_RESOURCE_INTERVAL_MS,
     STORE_DELETE_WHEN_HOUR,
+    STORED_PUT_STATUSES,
     MessageModel,
     Property,
     PutMessageStatus,
@@ -70,11 +71,6 @@ from rocketspec.spec.protocol import (
 REGISTER_BROKER_TIMEOUT_MS = 6_000
 # TopicSysFlag unit-sub bit (a unit-mode consumer's retry topic).
 _TOPIC_SYS_FLAG_UNIT_SUB = 0x2
-# Put statuses that mean the message was stored.
-_STORED = frozenset({
-    PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
-    PutMessageStatus.SLAVE_NOT_AVAILABLE,
-})
 
 Handler = Callable[[RemotingCommand, Any], "RemotingCommand | None"]
 
@@ -386,7 +382,7 @@ class Broker:
         """One ``MessageStored`` per stored message, where the store really put it (a delayed message lands in
         SCHEDULE_TOPIC_XXXX; the arrival listener reports the queue; undispatched ones keep their own topic)."""
         arrivals, self._arrivals = self._arrivals, None
-        if result.status not in _STORED:
+        if result.status not in STORED_PUT_STATUSES:
             return
         ids = result.offset_msg_ids or (result.offset_msg_id,)
         offsets = result.queue_offsets or (result.queue_offset,)

@@ -105,6 +105,13 @@ class SubscriptionData:
         )
 
 
+def subscription_json(sub: SubscriptionData) -> dict[str, Any]:
+    """``SubscriptionData`` as fastjson writes it (``filterClassSource`` is not serialized)."""
+    return {"classFilterMode": sub.class_filter_mode, "codeSet": sorted(sub.code_set),
+            "expressionType": sub.expression_type, "subString": sub.sub_string, "subVersion": sub.sub_version,
+            "tagsSet": sorted(sub.tags_set), "topic": sub.topic}
+
+
 def parse_enum(enum_type: type[E], value: Any, ordinals: tuple[str, ...], default: E) -> E | str:
     """A Java enum sent as its name or its ordinal; names the Python enum lacks (deprecated values) stay text."""
     if value is None:

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from rocketspec.spec.consume_retry import parse_delay_levels
+from rocketspec.spec.java import int64, parse_long
 from rocketspec.spec.protocol import (
     BROKER_DEFAULT_TOPIC_QUEUE_NUMS,
     BROKER_REGISTER_INTERVAL_MS,
@@ -43,13 +43,17 @@ _FLUSH_MODES = ("async", "sync")
 DEFAULT_MESSAGE_DELAY_LEVEL = " ".join(DELAY_LEVEL_NAMES)
 # Longest delay accepted: store time + delay (the consume-queue tags code) must stay a Java long.
 _MAX_DELAY_MS = 2**62
+# parseDelayLevel's units.
+_UNIT_MS = {"s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 def parse_message_delay_level(text: str) -> tuple[int, ...]:
     """The delay of each level in ms (index 0 is level 1) from a ``messageDelayLevel`` string.
 
-    Parsed as Java's ``parseDelayLevel`` (``spec.consume_retry.parse_delay_levels``); the result must also have
-    1 to ``MAX_DELAY_LEVEL`` (18) levels, each delay in (0, 2**62] ms. Anything else raises ``ValueError``.
+    Read as ``ScheduleMessageService.parseDelayLevel`` reads it: items split on single spaces (trailing empty items
+    dropped), each a Java long and a unit ``s``, ``m``, ``h`` or ``d`` (the product wraps like a long). The table
+    must also have 1 to ``MAX_DELAY_LEVEL`` (18) levels, each delay in (0, 2**62] ms. Anything else raises
+    ``ValueError``; the command line's ``--message-delay-level`` and the broker's setting both go through here.
     """
     if not isinstance(text, str):
         raise ValueError(f"message_delay_level must be a string like {DEFAULT_MESSAGE_DELAY_LEVEL!r}, not {text!r}")
@@ -59,11 +63,16 @@ def parse_message_delay_level(text: str) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=32)
 def _parse_delay_table(text: str) -> tuple[int, ...]:
     # Cached: validation and every read of BrokerConfig.delay_level_millis parse the same few strings.
-    try:
-        table = parse_delay_levels(text)
-    except ValueError as exc:
-        raise ValueError(f"message_delay_level {text!r}: {exc} (each item is a whole number followed by a unit "
-                         "s, m, h or d, items separated by single spaces)") from None
+    items = text.split(" ")
+    while items and items[-1] == "":
+        items.pop()
+    table = []
+    for item in items or [""]:
+        amount = parse_long(item[:-1]) if item[-1:] in _UNIT_MS else None
+        if amount is None:
+            raise ValueError(f"message_delay_level {text!r}: bad item {item!r} (each item is a whole number followed "
+                             "by a unit s, m, h or d, items separated by single spaces)")
+        table.append(int64(amount * _UNIT_MS[item[-1]]))
     if not 1 <= len(table) <= MAX_DELAY_LEVEL:
         raise ValueError(f"message_delay_level {text!r} has {len(table)} levels; 1 to {MAX_DELAY_LEVEL} are "
                          f"supported (SCHEDULE_TOPIC_XXXX has {MAX_DELAY_LEVEL} queues)")
@@ -71,7 +80,7 @@ def _parse_delay_table(text: str) -> tuple[int, ...]:
         if not 0 < delay <= _MAX_DELAY_MS:
             raise ValueError(f"message_delay_level {text!r}: level {level} delay must be positive and at most "
                              f"2**62 ms (a delivery time is a Java long), not {delay} ms")
-    return table
+    return tuple(table)
 
 
 def _check_addr(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:

@@ -23,7 +23,6 @@ import attrs
 
 from rocketspec.refimpl.broker.clients import SubscriptionData, is_tag_type
 from rocketspec.refimpl.broker.filter import FilterData, commit_log_filter, unsupported_remark
-from rocketspec.refimpl.broker.send import suggest_todo
 from rocketspec.refimpl.events import PullResponseEvent
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.runtime import Timer
@@ -40,6 +39,7 @@ from rocketspec.spec.protocol import (
     MessageModel,
     Property,
     ResponseCode,
+    suggest_todo,
 )
 
 if TYPE_CHECKING:

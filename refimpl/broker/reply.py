@@ -37,8 +37,8 @@ from rocketspec.refimpl.store import MessageToStore
 from rocketspec.spec.protocol import (
     BROKER_CALL_CLIENT_TIMEOUT_MS,
     RANDOM_QUEUE_ID_BOUND,
+    STORED_PUT_STATUSES,
     Property,
-    PutMessageStatus,
     RequestCode,
     ResponseCode,
 )
@@ -46,9 +46,6 @@ from rocketspec.spec.protocol import (
 if TYPE_CHECKING:
     from rocketspec.refimpl.broker.broker import Broker
 
-# Put statuses handlePutMessageResult counts as stored.
-_PUT_OK = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
 
 def _push_header(broker: Broker, header: SendMessageHeader, channel: Channel, properties: str | None
@@ -118,7 +115,7 @@ def send_reply_message(broker: Broker, request: RemotingCommand, channel: Channe
         if broker.config.store_reply_message_enable:
             result = broker.put_message(msg)
             broker.stats.on_put(msg, result)
-            if result.status in _PUT_OK:
+            if result.status in STORED_PUT_STATUSES:
                 fields = {"msgId": result.offset_msg_id, "queueId": queue_id, "queueOffset": result.queue_offset}
         if push_ok:
             return sender._reply(request, ResponseCode.SUCCESS, None, fields)

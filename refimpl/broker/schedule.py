@@ -25,13 +25,13 @@ Only a master runs the service (``DefaultMessageStore.handleScheduleMessageServi
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from rocketspec.refimpl.broker.config import load_json, save_json
 from rocketspec.refimpl.message import MessageExt, encode_properties
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore
+from rocketspec.spec.java import parse_long
 from rocketspec.spec.protocol import (
     FLUSH_DELAY_OFFSET_INTERVAL_MS,
     SCHEDULE_FIRST_DELAY_MS,
@@ -50,18 +50,6 @@ DELAY_OFFSET_FILE = "config/delayOffset.json"
 # How many consume-queue entries one task run reads at a time (Java reads the rest of one mapped file).
 _WALK_BATCH = 256
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
-
-
-def parse_java_long(text: str | None, bits: int = 64) -> int | None:
-    """``Long.parseLong`` / ``Integer.parseInt`` (``bits=32``): None where Java throws NumberFormatException."""
-    if text is None or not _JAVA_INT.match(text):
-        return None
-    value = int(text)
-    limit = 1 << (bits - 1)
-    return value if -limit <= value < limit else None
-
-
 class MalformedDelayedMessage(ValueError):
     """A parked message without a usable REAL_TOPIC / REAL_QID: Java's ``messageTimeup`` throws on it."""
 
@@ -78,7 +66,7 @@ def time_up(msg: MessageExt) -> MessageToStore:
     props.pop(Property.DELAY_TIME_LEVEL, None)
     props[Property.WAIT_STORE_MSG_OK] = "false"
     topic = props.get(Property.REAL_TOPIC)
-    queue_id = parse_java_long(props.get(Property.REAL_QUEUE_ID), 32)
+    queue_id = parse_long(props.get(Property.REAL_QUEUE_ID), 32)
     if topic is None or queue_id is None:
         raise MalformedDelayedMessage(f"parked message {msg.offset_msg_id} has no real topic / queue id")
     return MessageToStore(
@@ -168,8 +156,8 @@ class ScheduleService:
         table = data.get("offsetTable") if data is not None else None
         if isinstance(table, dict):
             for key, value in table.items():
-                level = parse_java_long(str(key), 32)
-                offset = parse_java_long(str(value))
+                level = parse_long(str(key), 32)
+                offset = parse_long(str(value))
                 if level is not None and offset is not None:
                     self.offset_table[level] = offset
         store = self.broker.store

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from rocketspec.refimpl.broker.sendback import redirect_retry_to_dlq
 from rocketspec.refimpl.broker.topics import TopicConfig, is_not_allowed_send_topic, validate_topic
 from rocketspec.refimpl.message import decode_batch, decode_properties, encode_properties
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand, java_null_unboxed
 from rocketspec.refimpl.store import MessageToStore, PutResult
 from rocketspec.spec.protocol import (
-    FAQ_URL,
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,
@@ -40,6 +40,7 @@ from rocketspec.spec.protocol import (
     PutMessageStatus,
     RequestCode,
     ResponseCode,
+    suggest_todo,
 )
 
 if TYPE_CHECKING:
@@ -52,11 +53,6 @@ _TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 # Remark of a MESSAGE_ILLEGAL put status (the body limit is the store's maxMessageSize).
 _ILLEGAL_REMARK = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit "
                    "{}B, msg properties length limit 32KB.")
-
-
-def suggest_todo(url: str = FAQ_URL) -> str:
-    """``FAQUrl.suggestTodo``."""
-    return f"\nSee {url} for further details."
 
 
 def perm_to_string(perm: int) -> str:
@@ -299,8 +295,6 @@ class SendMessageProcessor:
     def _retry_or_dlq(self, request: RemotingCommand, header: SendMessageHeader, msg: MessageToStore
                       ) -> MessageToStore | RemotingCommand:
         """``handleRetryAndDLQ``: the group must exist; too many reconsumes → the group's DLQ."""
-        from rocketspec.refimpl.broker.sendback import redirect_retry_to_dlq
-
         group = header.topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         group_config = self.broker.subscription_groups.find_or_create(group)
         if group_config is None:

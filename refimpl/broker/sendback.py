@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rocketspec.refimpl.broker.send import suggest_todo
 from rocketspec.refimpl.events import SendBack
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.store import MessageToStore
@@ -41,6 +40,7 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     dlq_topic,
     retry_topic,
+    suggest_todo,
 )
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ import attrs
 
 from rocketspec.spec.protocol import (
     SCHEDULE_TOPIC,
+    STORED_PUT_STATUSES,
     SYSFLAG_TRANSACTION_MASK,
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
@@ -156,9 +157,7 @@ class BrokerStats:
     # ---- the hooks of the send / pull / send-back paths ----------------------------------------------------------
     def on_put(self, msg: MessageToStore, result: PutResult | None, count: int = 1) -> None:
         """``handlePutMessageResult`` of a stored send (any of the four "stored" statuses)."""
-        from rocketspec.refimpl.broker.broker import _STORED
-
-        if result is None or result.status not in _STORED:
+        if result is None or result.status not in STORED_PUT_STATUSES:
             return
         topic, queue_id = stored_queue(msg, self._delay_levels)
         if topic == SCHEDULE_TOPIC:

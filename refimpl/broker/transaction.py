@@ -39,16 +39,17 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from rocketspec.refimpl.broker.schedule import parse_java_long
 from rocketspec.refimpl.events import TxnCheck, TxnEnd, TxnHalf
 from rocketspec.refimpl.message import MessageExt, decode_stored_message, encode_properties, encode_stored_message
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore, PutResult
+from rocketspec.spec.java import parse_long
 from rocketspec.spec.protocol import (
     PERM_READ,
     PERM_WRITE,
     RANDOM_QUEUE_ID_BOUND,
+    STORED_PUT_STATUSES,
     SYSFLAG_TRANSACTION_MASK,
     TRANS_CHECK_MAX_TIME_QUEUE_NUMS,
     TRANS_CHECK_MAX_TIME_TOPIC,
@@ -80,11 +81,6 @@ _STATE_NAMES = {
     TRANSACTION_COMMIT_TYPE: TransactionState.COMMIT_MESSAGE.value,
     TRANSACTION_ROLLBACK_TYPE: TransactionState.ROLLBACK_MESSAGE.value,
 }
-# Put statuses with the message stored (EndTransactionProcessor.sendFinalMessage answers SUCCESS for them).
-_STORED = frozenset({
-    PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
-    PutMessageStatus.SLAVE_NOT_AVAILABLE,
-})
 # TransactionalMessageBridge.getMessage: store status -> the PullStatus the check works with. A queue the store has
 # never seen is NO_NEW_MSG: Java's findConsumeQueue creates it empty (NO_MESSAGE_IN_QUEUE).
 _PULL_STATUS = {
@@ -178,7 +174,7 @@ def calculate_op_offset(done_offsets: list[int], old_offset: int) -> int:
 
 def immunity_time_ms(text: str, transaction_timeout_ms: int) -> int:
     """``getImmunityTime``: CHECK_IMMUNITY_TIME_IN_SECONDS × 1000, the timeout when it is not a number (or -1)."""
-    seconds = parse_java_long(text)
+    seconds = parse_long(text)
     return transaction_timeout_ms if seconds is None or seconds == -1 else seconds * 1000
 
 
@@ -214,7 +210,7 @@ class TransactionService:
 
     def after_half_stored(self, msg: MessageToStore, result: PutResult) -> None:
         """Record a stored half message (``TxnHalf``); the send processor calls this after storing one."""
-        if result.status not in _STORED:
+        if result.status not in STORED_PUT_STATUSES:
             return
         props = msg.properties
         unique_key = props.get(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)
@@ -293,7 +289,7 @@ class TransactionService:
         clears REAL_TOPIC, REAL_QID and TRAN_MSG only after writing the properties string, so they stay)."""
         props = dict(half.properties)
         topic = props.get(Property.REAL_TOPIC)
-        queue_id = parse_java_long(props.get(Property.REAL_QUEUE_ID), 32)
+        queue_id = parse_long(props.get(Property.REAL_QUEUE_ID), 32)
         if topic is None or queue_id is None:
             raise ValueError(f"For input string: \"{props.get(Property.REAL_QUEUE_ID)}\"")
         return MessageToStore(
@@ -312,7 +308,7 @@ class TransactionService:
     def _send_final_message(self, inner: MessageToStore) -> tuple[int, str | None]:
         """``sendFinalMessage``: the store's status as (response code, remark)."""
         status = self.broker.put_message(inner).status
-        if status in _STORED:
+        if status in STORED_PUT_STATUSES:
             return ResponseCode.SUCCESS, None
         if status == PutMessageStatus.CREATE_MAPEDFILE_FAILED:
             return ResponseCode.SYSTEM_ERROR, "Create mapped file failed."
@@ -534,7 +530,7 @@ class TransactionService:
         if pull.status is PullStatus.NO_NEW_MSG or pull.messages is None:
             return pull
         for op in pull.messages:
-            half_queue_offset = parse_java_long(op.body.decode("utf-8", "replace"))
+            half_queue_offset = parse_long(op.body.decode("utf-8", "replace"))
             if half_queue_offset is None:
                 half_queue_offset = -1
             if op.tags != TRANS_OP_REMOVE_TAG:
@@ -550,7 +546,7 @@ class TransactionService:
         text = msg.properties.get(Property.TRANSACTION_CHECK_TIMES)
         times = 1
         if text is not None:
-            parsed = parse_java_long(text, 32)
+            parsed = parse_long(text, 32)
             times = -1 if parsed is None else parsed
             if times >= check_max:
                 return True
@@ -569,7 +565,7 @@ class TransactionService:
         text = msg.properties.get(Property.TRANSACTION_PREPARED_QUEUE_OFFSET)
         if text is None:
             return self._put_immunity_back(msg)
-        prepared = parse_java_long(text)
+        prepared = parse_long(text)
         if prepared is None or prepared == -1:
             return False
         if prepared in remove_map:
@@ -615,7 +611,7 @@ class TransactionService:
         return True
 
     def _check_times(self, msg: CheckedMessage) -> int:
-        return parse_java_long(msg.properties.get(Property.TRANSACTION_CHECK_TIMES), 32) or 0
+        return parse_long(msg.properties.get(Property.TRANSACTION_CHECK_TIMES), 32) or 0
 
     def _resolve_half_message(self, msg: CheckedMessage) -> None:
         """``sendCheckMessage``: CHECK_TRANSACTION_STATE (oneway) to one producer channel of PGROUP, the body being
@@ -627,7 +623,7 @@ class TransactionService:
                                          transaction_id=unique_key or "", check_times=self._check_times(msg),
                                          action="check", check_max=self.broker.config.transaction_check_max))
         real_topic = props.get(Property.REAL_TOPIC)
-        real_queue_id = parse_java_long(props.get(Property.REAL_QUEUE_ID), 32)
+        real_queue_id = parse_long(props.get(Property.REAL_QUEUE_ID), 32)
         if real_topic is None or real_queue_id is None:
             return  # Java: an exception in the check thread, logged; nothing sent
         try:
@@ -703,7 +699,7 @@ class TransactionService:
                 op = store.look_message(commit_log_offset)
                 if op is None or op.tags != TRANS_OP_REMOVE_TAG:
                     continue
-                offset = parse_java_long(op.body.decode("utf-8", "replace"))
+                offset = parse_long(op.body.decode("utf-8", "replace"))
                 if offset is not None:
                     resolved.add(offset)
             self._ops_seen[queue_id] = (high, resolved)
@@ -725,7 +721,7 @@ class TransactionService:
             # An immune copy is done through its first offset only while that offset is still ahead of the walk
             # (checkPrepareQueueOffset finds it in the remove map); an op behind the walk goes to the done list,
             # and the copy will be checked once its immunity time is over.
-            prepared = parse_java_long(half.properties.get(Property.TRANSACTION_PREPARED_QUEUE_OFFSET))
+            prepared = parse_long(half.properties.get(Property.TRANSACTION_PREPARED_QUEUE_OFFSET))
             if prepared is not None and prepared >= half_offset and prepared in resolved:
                 continue
             return True

@@ -19,12 +19,13 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from rocketspec.refimpl.acl_signature import signed_fields
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
+from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.events import ClientLifecycle, EventLog, RouteUpdate
 from rocketspec.refimpl.message import UniqueIdGenerator, decode_stored_message, java_string_hash
 from rocketspec.refimpl.remoting import (
@@ -45,9 +46,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
 )
 from rocketspec.spec.queues import MessageQueue
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.client.producer import Producer
 
 # MQClientInstance.startScheduledTask initial delays.
 ROUTE_REFRESH_INITIAL_DELAY_MS = 10
@@ -141,8 +139,6 @@ class ClientInstance:
     def inner_producer(self) -> Producer:
         """The instance's own producer (group ``CLIENT_INNER_PRODUCER``), used by consumers to send back."""
         if self._inner_producer is None:
-            from rocketspec.refimpl.client.producer import Producer
-
             self._inner_producer = Producer(self, ProducerConfig(group=CLIENT_INNER_PRODUCER_GROUP), inner=True)
         return self._inner_producer
 

@@ -24,27 +24,13 @@ import attrs
 
 from rocketspec.refimpl.route import TopicRouteData, is_order_topic, is_writeable, publish_queues
 from rocketspec.refimpl.runtime import Runtime
+from rocketspec.spec.java import int32
+from rocketspec.spec.java import int_abs as java_abs
+from rocketspec.spec.java import rem as java_rem
 from rocketspec.spec.protocol import FAILED_CALL_LATENCY_MS, LATENCY_MAX_MS, NOT_AVAILABLE_DURATION_MS
 from rocketspec.spec.queues import MessageQueue
 
-_INT_MIN = -(2**31)
 _POSITIVE_MASK = 0x7FFFFFFF
-
-
-def int32(value: int) -> int:
-    """``value`` wrapped to a Java ``int``."""
-    return (value - _INT_MIN) % 2**32 + _INT_MIN
-
-
-def java_abs(value: int) -> int:
-    """``Math.abs`` on a Java ``int``: ``Integer.MIN_VALUE`` stays negative."""
-    return int32(abs(value))
-
-
-def java_rem(a: int, b: int) -> int:
-    """Java ``%``: truncating, the sign follows the dividend."""
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
 
 
 def _next_int(rng: random.Random) -> int:

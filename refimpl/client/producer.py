@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -40,7 +40,6 @@ from rocketspec.refimpl.client.errors import (
     RemotingCommandError,
     RemotingTooMuchRequestError,
 )
-from rocketspec.refimpl.client.instance import ClientInstance
 from rocketspec.refimpl.client.latency import MQFaultStrategy, TopicPublishInfo, int32, java_rem
 from rocketspec.refimpl.events import ClientLifecycle, SendAttempt, SendResultEvent
 from rocketspec.refimpl.message import Message, MessageExt, encode_batch, encode_properties, java_string_hash
@@ -58,7 +57,6 @@ from rocketspec.spec.protocol import (
     CLIENT_INNER_PRODUCER_GROUP,
     DEFAULT_PRODUCER_GROUP,
     DEFAULT_TRACE_REGION_ID,
-    FAQ_URL,
     GROUP_MAX_LENGTH,
     NOT_ALLOWED_SEND_TOPICS,
     PROPERTY_MSG_REGION,
@@ -74,8 +72,12 @@ from rocketspec.spec.protocol import (
     RequestCode,
     ResponseCode,
     SendStatus,
+    suggest_todo,
 )
 from rocketspec.spec.queues import MessageQueue
+
+if TYPE_CHECKING:
+    from rocketspec.refimpl.client.instance import ClientInstance
 
 Selector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 SendCallback = Callable[["SendResult | None", "BaseException | None"], None]
@@ -93,11 +95,6 @@ _V2_LETTERS = {
     "sysFlag": "f", "bornTimestamp": "g", "flag": "h", "properties": "i", "reconsumeTimes": "j", "unitMode": "k",
     "maxReconsumeTimes": "l", "batch": "m", "bname": "n",
 }
-
-
-def _suggest(url: str = FAQ_URL) -> str:
-    """``FAQUrl.suggestTodo``."""
-    return f"\nSee {url} for further details."
 
 
 @attrs.frozen
@@ -257,7 +254,7 @@ class Producer:
     def _start(self) -> None:
         if self.state != ServiceState.CREATE_JUST:
             raise MQClientError(f"The producer service state not OK, maybe started once, {self.state}"
-                                + _suggest())
+                                + suggest_todo())
         self.state = ServiceState.START_FAILED
         check_group(self.group)
         if self.group == DEFAULT_PRODUCER_GROUP:
@@ -266,7 +263,7 @@ class Producer:
             self.instance.register_producer(self.group, self)
         except ValueError as error:
             self.state = ServiceState.CREATE_JUST
-            raise MQClientError(str(error) + _suggest()) from None
+            raise MQClientError(str(error) + suggest_todo()) from None
         self.publish_info[self.config.create_topic_key] = TopicPublishInfo(self.config.create_topic_key, None,
                                                                            self.runtime.random)
         self.instance.start()
@@ -291,7 +288,7 @@ class Producer:
 
     def _make_sure_state_ok(self) -> None:
         if self.state != ServiceState.RUNNING:
-            raise MQClientError(f"The producer service state not OK, {self.state}" + _suggest())
+            raise MQClientError(f"The producer service state not OK, {self.state}" + suggest_todo())
 
     # MQProducerInner ------------------------------------------------------------------------------------------------
     def publish_topics(self) -> set[str]:
@@ -647,7 +644,7 @@ class _Send:
 
     def _with_info(self, info: TopicPublishInfo | None) -> None:
         if info is None or not info.ok():
-            self._fail(MQClientError(f"No route info of this topic: {self.out.topic}" + _suggest(),
+            self._fail(MQClientError(f"No route info of this topic: {self.out.topic}" + suggest_todo(),
                                      code=ClientErrorCode.NOT_FOUND_TOPIC_EXCEPTION))
             return
         self.info = info
@@ -742,7 +739,7 @@ class _Send:
             return
         sent = ", ".join("null" if b is None else b for b in self.brokers_sent)
         info = (f"Send [{self.times}] times, still failed, cost [{self.runtime.now_ms() - self.begin_first}]ms, "
-                f"Topic: {self.out.topic}, BrokersSent: [{sent}]" + _suggest())
+                f"Topic: {self.out.topic}, BrokersSent: [{sent}]" + suggest_todo())
         error = self.exception
         if isinstance(error, MQBrokerError):
             code = error.code
