@@ -126,8 +126,14 @@ def make_copy(dest: Path, commit: str) -> None:
         raise MutationError(f"the copy at {dest} does not import itself (got {where}): mutants would not be run")
 
 
+#: The real RocketMQ the checkout's tests find beside it (tests/realcluster.py): a copy elsewhere must be told.
+REAL_HOME = ROOT.parent / "shared" / "rocketmq-4.9.8"
+
+
 def copy_env(copy: Path) -> dict[str, str]:
     env = dict(os.environ)
+    if REAL_HOME.is_dir():
+        env.setdefault("ROCKETSPEC_ROCKETMQ_HOME", str(REAL_HOME))
     env["PYTHONPATH"] = f"{copy}{os.pathsep}{copy / '_import'}"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["HYPOTHESIS_PROFILE"] = "ci"
