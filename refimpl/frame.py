@@ -1,4 +1,4 @@
-"""The remoting frame codec: ``RemotingCommand`` to bytes and back (``shared/REFERENCE.md`` §A).
+"""The remoting frame codec: ``RemotingCommand`` to bytes and back (``RemotingCommand.encode``/``decode``; WIRE-1..6).
 
 A frame is ``int32 total`` (4 + header length + body length, not counting itself), ``int32 mark`` (high byte the
 serialize type, low 24 bits the header length), the header, then the body. The header is JSON or RocketMQ's binary

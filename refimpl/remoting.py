@@ -1,9 +1,9 @@
 """Remoting commands and the in-process network that carries them.
 
-A ``RemotingCommand`` is what crosses the wire (``shared/REFERENCE.md`` §A): code, language, version, opaque, flag,
-remark, extFields (text values) and a body. Servers (name server, broker) implement ``Server.handle`` — a request in,
-a response out (or ``None`` when it answers later through the channel, or the request was oneway) — so a TCP
-transport only has to encode and decode frames.
+A ``RemotingCommand`` is what crosses the wire (4.9.8 ``RemotingCommand``; WIRE-1..6): code, language, version,
+opaque, flag, remark, extFields (text values) and a body. Servers (name server, broker) implement ``Server.handle`` —
+a request in, a response out (or ``None`` when it answers later through the channel, or the request was oneway) — so a
+TCP transport only has to encode and decode frames.
 
 ``Network`` is the simulated transport: every delivery is a timer on the runtime (``latency_ms`` each way), and a
 ``Faults`` table can fail, drop, delay, duplicate or disconnect any request by target node, request code and client.

@@ -1,8 +1,9 @@
 """Protocol constants of RocketMQ 4.x: codes, names and tables, defined once.
 
-Everything here is a fact of the wire protocol or of RocketMQ's defaults (``shared/REFERENCE.md``, checked against
-``rocketmq-all-4.9.8``). The spec, the reference implementation, the conformance suite and the trace checker all
-import these names; nothing else in the project restates a code or a table.
+Everything here is a fact of the wire protocol or of RocketMQ's defaults, read from ``rocketmq-all-4.9.8``
+(``RequestCode``, ``ResponseCode``, ``MessageConst``, the config classes' defaults). The spec, the reference
+implementation, the conformance suite and the trace checker all import these names; nothing else in the project
+restates a code or a table.
 """
 
 from __future__ import annotations

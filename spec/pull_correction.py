@@ -22,10 +22,10 @@ changed in 4.9.4 (ISSUE #4215): 4.9.0-4.9.3 (and seed 001) correct to ``min`` wh
 otherwise; 4.9.4+ always to ``max``. A ``FLOW_CONTROL`` pull error is retried after 20 ms since 4.9.5 (1000 ms,
 before, as any other error). ``PullMessageProcessor`` and ``PullRequestHoldService`` behave the same in all 4.9.x.
 
-Note on seed 001 §4.3.3: it says the consumer stores an ``OFFSET_ILLEGAL`` correction only when it is larger than
-its progress; the code (all 4.9.x) stores it with ``increaseOnly = false``, which this spec follows (PULL-22).
-``REFERENCE.md`` says a slave without ``slaveReadEnable`` answers ``PULL_RETRY_IMMEDIATELY``: the processor does
-set that code, but the status mapping that follows overwrites it, so only the suggested broker changes (PULL-11,
+Note on seed 001 §4.3.3: it says the consumer stores an ``OFFSET_ILLEGAL`` correction only when it is larger than its
+progress; the code (all 4.9.x) stores it with ``increaseOnly = false``, which this spec follows (PULL-22).
+Descriptions of the protocol say a slave without ``slaveReadEnable`` answers ``PULL_RETRY_IMMEDIATELY``: the processor
+does set that code, but the status mapping that follows overwrites it, so only the suggested broker changes (PULL-11,
 PULL-12).
 """
 
