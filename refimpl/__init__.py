@@ -11,7 +11,26 @@ on first use, so importing one submodule (``rocketspec.refimpl.store``) does not
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the same names, statically, for type checkers (at run time __getattr__ loads them on first use)
+    from rocketspec.refimpl.client.errors import MQBrokerError as MQBrokerError
+    from rocketspec.refimpl.client.errors import MQClientError as MQClientError
+    from rocketspec.refimpl.client.producer import SendResult as SendResult
+    from rocketspec.refimpl.client.transaction import TransactionSendResult as TransactionSendResult
+    from rocketspec.refimpl.cluster import Cluster as Cluster
+    from rocketspec.refimpl.message import Message as Message
+    from rocketspec.refimpl.message import MessageExt as MessageExt
+    from rocketspec.refimpl.remoting import RemotingError as RemotingError
+    from rocketspec.refimpl.remoting import RemotingTimeoutError as RemotingTimeoutError
+    from rocketspec.refimpl.runtime import NotIdle as NotIdle
+    from rocketspec.spec.protocol import ConsumeFromWhere as ConsumeFromWhere
+    from rocketspec.spec.protocol import ConsumeOrderlyStatus as ConsumeOrderlyStatus
+    from rocketspec.spec.protocol import ConsumeStatus as ConsumeStatus
+    from rocketspec.spec.protocol import MessageModel as MessageModel
+    from rocketspec.spec.protocol import SendStatus as SendStatus
+    from rocketspec.spec.protocol import TransactionState as TransactionState
+    from rocketspec.spec.queues import MessageQueue as MessageQueue
 
 _EXPORTS = {
     "Cluster": "rocketspec.refimpl.cluster",

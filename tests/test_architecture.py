@@ -209,3 +209,17 @@ def _path_through(component: list[str], graph: dict[str, set[str]]) -> list[str]
                 paths[w] = [*paths[v], w]
                 queue.append(w)
     return component
+
+
+def test_lazy_exports_are_also_static() -> None:
+    """``from rocketspec.refimpl import Cluster`` is typed: every lazily loaded name is also imported under
+    ``if TYPE_CHECKING:`` from the module ``__getattr__`` loads it from."""
+    import rocketspec.refimpl as package
+
+    known = modules()
+    static = {(i.target, i.line) for i in imports_of("rocketspec.refimpl", known["rocketspec.refimpl"], known)
+              if i.kind == "type"}
+    tree = ast.parse(known["rocketspec.refimpl"].read_text(encoding="utf-8"))
+    names = {alias.asname or alias.name: node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+             for alias in node.names if (node.module, node.lineno) in static}
+    assert names == dict(package._EXPORTS)
