@@ -317,15 +317,22 @@ def test_pulls_commit_the_in_memory_offset() -> None:
         assert [u.offset for u in updates][-1] == 4
 
 
+def with_head_deleted(seed: int) -> tuple[Cluster, int]:
+    """A cluster whose one queue of T held 120 messages and lost its first two segments; and its min offset now."""
+    cluster = Cluster(brokers=1, seed=seed, segment_bytes=4096)
+    cluster.create_topic("T", queues=1)
+    producer = cluster.producer("PG")
+    for i in range(120):
+        producer.send(Message("T", b"y" * 100 + str(i).encode()))
+    assert cluster.delete_old_data("broker-a", segments=2) == 2
+    low = cluster.broker("broker-a").store.min_offset("T", 0)
+    assert low > 0
+    return cluster, low
+
+
 def test_offset_illegal_is_corrected_after_old_data_is_deleted() -> None:
-    with Cluster(brokers=1, seed=4, segment_bytes=4096) as cluster:
-        cluster.create_topic("T", queues=1)
-        producer = cluster.producer("PG")
-        for i in range(120):
-            producer.send(Message("T", b"y" * 100 + str(i).encode()))
-        assert cluster.delete_old_data("broker-a", segments=2) == 2
-        low = cluster.broker("broker-a").store.min_offset("T", 0)
-        assert low > 0
+    cluster, low = with_head_deleted(seed=4)
+    with cluster:
         seen: list = []
         cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_FIRST_OFFSET")
         cluster.run_until_idle()
@@ -340,13 +347,8 @@ def test_broadcasting_consumer_corrects_an_illegal_offset_and_resumes() -> None:
     """``DefaultMQPushConsumerImpl``, OFFSET_ILLEGAL: 10 s later the offset is set to the broker's next begin offset
     and the queue dropped; the next rebalance adds it back and consumption resumes from there. Broadcasting: the
     offsets live in the client only, so nothing on the broker says messages are still owed."""
-    with Cluster(brokers=1, seed=5, segment_bytes=4096) as cluster:
-        cluster.create_topic("T", queues=1)
-        producer = cluster.producer("PG")
-        for i in range(120):
-            producer.send(Message("T", b"y" * 100 + str(i).encode()))
-        assert cluster.delete_old_data("broker-a", segments=2) == 2
-        low = cluster.broker("broker-a").store.min_offset("T", 0)
+    cluster, low = with_head_deleted(seed=5)
+    with cluster:
         seen: list = []
         cluster.push_consumer("CG", "T", collecting(seen), consume_from_where="CONSUME_FROM_FIRST_OFFSET",
                               message_model="BROADCASTING")

@@ -39,6 +39,7 @@ from collections import Counter, deque
 from typing import Any
 
 import attrs
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 from mutation import refimpl_mutant
@@ -696,46 +697,30 @@ def test_orderly_program_covers_clamp_dead_letter_failed_send_and_batches() -> N
 # leave room: over random seeds each mutant was found within about half of its examples.
 
 
-def test_mutant_suspend_not_clamped_is_caught() -> None:
-    """RETRY-24: a suspension longer than 30000 ms is cut to 30000."""
-    with refimpl_mutant(consume_service, "delay = min(max(delay, 10), 30_000)", "delay = max(delay, 10)"):
-        failure = hypothesis_finds_failure(OrderlyMachine, 100, 20)
-    assert "RETRY-24" in failure_text(failure)
+MUTANTS = [
+    pytest.param("delay = min(max(delay, 10), 30_000)", "delay = max(delay, 10)", 100, 20, "RETRY-24",
+                 id="suspension-not-cut-to-30-s"),
+    pytest.param("            suspend = True\n            updated.append(attrs.evolve(msg, reconsume_times="
+                 "msg.reconsume_times + 1))\n", "            suspend = True\n            updated.append(msg)\n",
+                 40, 15, "RETRY-21", id="suspended-message-not-counted"),
+    pytest.param("self.consumer.send_orderly_message_back(msg, limit)",
+                 "self.consumer.send_orderly_message_back(attrs.evolve(msg, reconsume_times=msg.reconsume_times + 1), "
+                 "limit)", 60, 20, "RETRY-23", id="dead-letter-sent-with-n-plus-1"),
+    pytest.param("context.suspend_current_queue_time_ms)\n                result.set_result(False)",
+                 "context.suspend_current_queue_time_ms)\n                result.set_result(True)", 40, 15,
+                 "RETRY-24", id="queue-not-blocked-while-suspended"),
+    pytest.param("                        suspend = True\n                        updated.append(attrs.evolve("
+                 "msg, reconsume_times=msg.reconsume_times + 1))",
+                 "                        suspend = True\n                        updated.append(msg)", 100, 20,
+                 "RETRY-21", id="failed-dead-letter-send-not-counted"),
+]
 
 
-def test_mutant_suspend_without_reconsume_increment_is_caught() -> None:
-    """RETRY-21: a message under the maximum counts one more reconsumption when its batch is suspended."""
-    with refimpl_mutant(consume_service,
-                        "            suspend = True\n            updated.append(attrs.evolve(msg, reconsume_times="
-                        "msg.reconsume_times + 1))\n",
-                        "            suspend = True\n            updated.append(msg)\n"):
-        failure = hypothesis_finds_failure(OrderlyMachine, 40, 15)
-    assert "RETRY-21" in failure_text(failure)
-
-
-def test_mutant_dead_letter_sent_with_n_plus_1_is_caught() -> None:
-    """RETRY-23: the dead letter carries RECONSUME_TIME n (and DELAY 3 + n), not n + 1."""
-    with refimpl_mutant(consume_service, "self.consumer.send_orderly_message_back(msg, limit)",
-                        "self.consumer.send_orderly_message_back("
-                        "attrs.evolve(msg, reconsume_times=msg.reconsume_times + 1), limit)"):
-        failure = hypothesis_finds_failure(OrderlyMachine, 60, 20)
-    assert "RETRY-23" in failure_text(failure)
-
-
-def test_mutant_queue_not_blocked_while_suspended_is_caught() -> None:
-    """RETRY-24: a suspended batch ends the consume loop; the queue waits for the suspension."""
-    with refimpl_mutant(consume_service,
-                        "context.suspend_current_queue_time_ms)\n                result.set_result(False)",
-                        "context.suspend_current_queue_time_ms)\n                result.set_result(True)"):
-        failure = hypothesis_finds_failure(OrderlyMachine, 40, 15)
-    assert "RETRY-24" in failure_text(failure)
-
-
-def test_mutant_failed_dead_letter_send_not_counted_is_caught() -> None:
-    """RETRY-21: a message whose dead-letter send failed counts one more reconsumption and is suspended again."""
-    with refimpl_mutant(consume_service,
-                        "                        suspend = True\n                        updated.append(attrs.evolve("
-                        "msg, reconsume_times=msg.reconsume_times + 1))",
-                        "                        suspend = True\n                        updated.append(msg)"):
-        failure = hypothesis_finds_failure(OrderlyMachine, 100, 20)
-    assert "RETRY-21" in failure_text(failure)
+@pytest.mark.parametrize(("old", "new", "examples", "steps", "clause"), MUTANTS)
+def test_mutant_is_caught(old: str, new: str, examples: int, steps: int, clause: str) -> None:
+    """One rule of ConsumeMessageOrderlyService broken (RETRY-21: counting a suspension, a failed dead-letter send;
+    RETRY-23: the dead letter's count; RETRY-24: the 30 s cut, the queue held while suspended): the machine finds a
+    program that shows it, naming the clause."""
+    with refimpl_mutant(consume_service, old, new):
+        failure = hypothesis_finds_failure(OrderlyMachine, examples, steps)
+    assert clause in failure_text(failure)
