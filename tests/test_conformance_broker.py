@@ -170,3 +170,14 @@ def test_cases_skipped_under_the_main_settings_pass_where_the_target_allows_them
     document = json.loads((tmp_path / "r.json").read_text())
     assert code == 0, out.getvalue()
     assert [c["outcome"] for c in document["cases"]] == ["passed"] * 3, out.getvalue()
+
+
+def test_the_wrong_queue_offset_case_holds_on_a_fresh_broker(tmp_path: Path) -> None:
+    """TXN-7's case alone on a fresh broker, where the half message is the first of the half topic (queue offset 0):
+    the offset it sends must still be another one."""
+    with ServedCluster(brokers=1, **SERVED_OPTIONS) as cluster, contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(["conformance", "broker", "--namesrv", cluster.namesrv_addr, "--json", str(tmp_path / "r.json"),
+                     "--case", "broker/transaction/end-wrong-queue-offset"])
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert code == 0, out.getvalue()
+    assert [c["outcome"] for c in document["cases"]] == ["passed"], out.getvalue()
