@@ -125,7 +125,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
             ("serve", "--port", "0", "--trace", str(nonempty)): "is not empty",
             ("serve", "--brokers", "0"): "must be positive",
             ("serve", "--topic", ":3"): "a topic needs a name",
-            ("serve", "--port", "0", "--message-delay-level", "1x"): "bad item '1x'",
+            ("serve", "--port", "0", "--message-delay-level", "1x"): "bad delay level item '1x'",
         }
         for args, message in cases.items():
             result = run_cli(*args)

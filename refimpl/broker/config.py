@@ -63,15 +63,22 @@ def parse_message_delay_level(text: str) -> tuple[int, ...]:
 @functools.lru_cache(maxsize=32)
 def _parse_delay_table(text: str) -> tuple[int, ...]:
     # Cached: validation and every read of BrokerConfig.delay_level_millis parse the same few strings.
+    def bad(problem: str) -> ValueError:
+        return ValueError(f"message_delay_level {text!r}: {problem} (each item is a whole number followed by a unit "
+                          "s, m, h or d, items separated by single spaces)")
+
+    if text == "":
+        raise bad("an empty string has one empty item")  # Java's "".split(" ") is [""]
     items = text.split(" ")
     while items and items[-1] == "":
-        items.pop()
+        items.pop()  # String.split drops trailing empty strings
     table = []
-    for item in items or [""]:
-        amount = parse_long(item[:-1]) if item[-1:] in _UNIT_MS else None
+    for item in items:
+        if item[-1:] not in _UNIT_MS:
+            raise bad(f"bad delay level item {item!r}")
+        amount = parse_long(item[:-1])
         if amount is None:
-            raise ValueError(f"message_delay_level {text!r}: bad item {item!r} (each item is a whole number followed "
-                             "by a unit s, m, h or d, items separated by single spaces)")
+            raise bad(f"not a Java long: {item[:-1]!r}")
         table.append(int64(amount * _UNIT_MS[item[-1]]))
     if not 1 <= len(table) <= MAX_DELAY_LEVEL:
         raise ValueError(f"message_delay_level {text!r} has {len(table)} levels; 1 to {MAX_DELAY_LEVEL} are "
