@@ -1581,6 +1581,11 @@ def _stop_quietly(spark: SparkSession) -> None:
     with contextlib.suppress(Exception):
         spark.sparkContext.setLogLevel("OFF")
     with contextlib.suppress(Exception):
+        # Not a log: a Scala future completing into a pool that is shutting down prints its
+        # RejectedExecutionException straight to System.err. The process is ending: the JVM's stderr goes nowhere.
+        jvm = spark.sparkContext._jvm
+        jvm.java.lang.System.setErr(jvm.java.io.PrintStream(jvm.java.io.OutputStream.nullOutputStream()))
+    with contextlib.suppress(Exception):
         spark.sparkContext.cancelAllJobs()
     with contextlib.suppress(Exception):
         spark.stop()
