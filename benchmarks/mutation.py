@@ -76,8 +76,8 @@ EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.json"
 SKIPPED_OPERATORS = ("core/RemoveDecorator", "core/VariableInserter", "core/VariableReplacer")
 #: The most seconds of covering tests (by their normal time) a mutant runs; the fastest go first.
 TEST_BUDGET_S = 30.0
-#: Modules only slow tests exercise (the map is of the README's suite, slow tests skipped): their mutants run these
-#: tests instead (with --slow), in this order, one JVM per mutant.
+#: Modules (or folders, ending in "/") only slow tests exercise (the map is of the README's suite, slow tests
+#: skipped): their mutants run these tests instead (with --slow), in this order, one JVM per mutant.
 FIXED_TESTS: dict[str, tuple[str, ...]] = {
     "traces/sparkcheck.py": (
         "tests/test_traces_sparkcheck.py",  # every invariant, the counts, and the reader's one-line errors
@@ -85,6 +85,12 @@ FIXED_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_traces_invariants.py::test_engines_agree_on_generated_traces",
         "tests/test_traces_mutations.py::test_spark_gives_the_python_verdict_on_the_mutants",
     ),
+    # The client cases judge a real client: the Java 4.9.8 driver passes them all, each broken driver fails its case.
+    "conformance/client/": (
+        "tests/test_conformance_client.py::test_the_java_driver_passes_every_client_case",
+        "tests/test_conformance_client.py::test_a_broken_java_driver_is_caught",
+    ),
+    "conformance/drivers/cpp_driver.py": ("tests/test_conformance_client_cpp.py",),
 }
 FIXED_TIMEOUT_S = 900.0
 TIMING_PLUGIN = '''
@@ -386,7 +392,8 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
             break
         chosen.append(test)
         budget += times.get(test, 1.0)
-    fixed = FIXED_TESTS.get(mutant["path"])
+    fixed = next((tests for where, tests in FIXED_TESTS.items()
+                  if mutant["path"] == where or (where.endswith("/") and mutant["path"].startswith(where))), None)
     if fixed is not None:
         chosen, budget = ["--slow", *fixed], FIXED_TIMEOUT_S / 3 - 20
     if test_map.get("also"):

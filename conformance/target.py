@@ -154,7 +154,7 @@ def discover(namesrv: str, timeout: float = 5.0) -> Target:
         addrs = data.get("brokerAddrs") if isinstance(data, dict) else None
         if not isinstance(addrs, dict):
             continue
-        master = addrs.get("0", addrs.get(0))  # type: ignore[call-overload]
+        master = addrs.get("0")  # loads_lenient reads fastjson's bare 0 key as "0"
         if not isinstance(master, str):
             continue
         config = _broker_config(master, timeout)

@@ -26,6 +26,8 @@ from realcluster import REQUIRE_ENV, SERVED_OPTIONS, RealCluster
 from rocketspec.cli import main
 from rocketspec.conformance.broker import BROKER_CASES
 from rocketspec.refimpl.served import ServedCluster
+from rocketspec.refimpl.store import GetMessageResult, MessageStore
+from rocketspec.spec.protocol import GetMessageStatus
 
 
 @attrs.frozen
@@ -170,6 +172,30 @@ def test_cases_skipped_under_the_main_settings_pass_where_the_target_allows_them
     document = json.loads((tmp_path / "r.json").read_text())
     assert code == 0, out.getvalue()
     assert [c["outcome"] for c in document["cases"]] == ["passed"] * 3, out.getvalue()
+
+
+def test_a_pull_correction_to_below_the_queues_min_offset_is_caught(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken PULL-3: OFFSET_TOO_SMALL answers PULL_OFFSET_MOVED with nextBeginOffset and minOffset both at the
+    offset asked for (a stale min), consistent with each other but below the GET_MIN_OFFSET answer: the case fails."""
+    real_get = MessageStore.get_message
+
+    def stale_min(self: MessageStore, topic: str, queue_id: int, offset: int, max_msgs: int,
+                  *args: object, **kwargs: object) -> GetMessageResult:
+        result = real_get(self, topic, queue_id, offset, max_msgs, *args, **kwargs)  # type: ignore[arg-type]
+        if result.status is GetMessageStatus.OFFSET_TOO_SMALL:
+            return attrs.evolve(result, next_begin_offset=offset, min_offset=offset)
+        return result
+
+    monkeypatch.setattr(MessageStore, "get_message", stale_min)
+    options = {**SERVED_OPTIONS, "file_reserved_ms": 0, "segment_bytes": 262144}
+    with ServedCluster(brokers=1, **options) as cluster, contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(["conformance", "broker", "--namesrv", cluster.namesrv_addr, "--json", str(tmp_path / "r.json"),
+                     "--case", "broker/pull/offset-too-small"])
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert code == 1, out.getvalue()
+    (case,) = document["cases"]
+    assert case["outcome"] == "failed" and case["expected"].startswith("minOffset ≥"), case
 
 
 def test_the_wrong_queue_offset_case_holds_on_a_fresh_broker(tmp_path: Path) -> None:

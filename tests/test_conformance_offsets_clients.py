@@ -8,8 +8,10 @@ cluster with it (``tests/conformance_support.py``).
 from __future__ import annotations
 
 import pytest
-from conformance_support import Outcomes, expect_caught, unbroken_fixture
+from conformance_support import Outcomes, expect_caught, outcomes, unbroken_fixture
 
+from rocketspec.conformance.broker import locks as broker_locks_cases
+from rocketspec.conformance.model import Outcome
 from rocketspec.refimpl.broker.clients import ConsumerManager
 from rocketspec.refimpl.broker.locks import LockEntry, RebalanceLockManager
 from rocketspec.refimpl.broker.offsets import ConsumerOffsetManager
@@ -115,3 +117,14 @@ def test_clients_heartbeat_without_retry_topic_is_caught(unbroken: Outcomes,
 
     monkeypatch.setattr(TopicConfigManager, "create_retry_topic", no_retry_topic)
     expect_caught(unbroken, "broker/clients/heartbeat-creates-retry-topic", "broker/clients/consumer-list-one")
+
+
+@pytest.mark.parametrize(("broker_expiry_ms", "caught"), [(5_000, False), (1_000, True)])
+def test_the_lock_expiry_case_measures_the_lifetime(monkeypatch: pytest.MonkeyPatch, broker_expiry_ms: int,
+                                                    caught: bool) -> None:
+    """REB-18 with the 60 s lifetime shortened to 5 s on the suite's side: a broker whose lock also lives 5 s
+    passes; broken, one whose lock lapses after 1 s (another client takes it over early) is caught."""
+    monkeypatch.setattr(broker_locks_cases, "BROKER_LOCK_EXPIRY_MS", 5_000)
+    monkeypatch.setattr(RebalanceLockManager.__init__, "__defaults__", (broker_expiry_ms,))
+    got = outcomes(["broker/locks/lock-expires"])["broker/locks/lock-expires"]
+    assert got is (Outcome.FAILED if caught else Outcome.PASSED), got

@@ -168,7 +168,7 @@ class ClientContext(CaseChecks):
     def name(self, kind: str) -> str:
         return f"rscf_{kind}_{RUN_TAG}_{next(_serial)}"
 
-    def topic(self, queues: int = 2, *, brokers: Iterable[str] | None = None, order: bool = False) -> str:
+    def topic(self, queues: int, *, brokers: Iterable[str] | None = None, order: bool = False) -> str:
         """A new topic with ``queues`` queues on the named brokers (all by default), routed at once."""
         topic = self.name("topic")
         self.cluster.create_topic(topic, queues, brokers=list(brokers) if brokers is not None else None, order=order)
