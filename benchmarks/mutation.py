@@ -29,7 +29,7 @@ What it does:
    counts, and every surviving mutant's diff to kill or to record as equivalent.
 
 Areas: ``refimpl`` (the reference implementation), ``checkers`` (the trace invariants' rule code of both checkers:
-``traces/pycheck.py``, ``traces/sparkcheck.py``), or a list of paths.
+``traces/pycheck.py``, ``traces/sparkcheck/``), or a list of paths.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ PACKAGES = {"rocketspec": "rocketspec", "spec": "spec", "refimpl": "refimpl", "c
             "traces": "traces"}
 AREAS = {
     "refimpl": ["refimpl"],
-    "checkers": ["traces/pycheck.py", "traces/sparkcheck.py"],
+    "checkers": ["traces/pycheck.py", "traces/sparkcheck"],
 }
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.json"
 #: Operators left out: they rewrite things no behaviour depends on (decorators are attrs/typing machinery here,
@@ -79,7 +79,7 @@ TEST_BUDGET_S = 30.0
 #: Modules (or folders, ending in "/") only slow tests exercise (the map is of the README's suite, slow tests
 #: skipped): their mutants run these tests instead (with --slow), in this order, one JVM per mutant.
 FIXED_TESTS: dict[str, tuple[str, ...]] = {
-    "traces/sparkcheck.py": (
+    "traces/sparkcheck/": (
         "tests/test_traces_sparkcheck.py",  # every invariant, the counts, and the reader's one-line errors
         "tests/test_traces_invariants.py::test_engines_agree",
         "tests/test_traces_invariants.py::test_engines_agree_on_generated_traces",
@@ -195,7 +195,7 @@ def build_map(copy: Path, out: Path, commit: str) -> dict[str, Any]:
 
 
 def _relative(path: str, copy: Path) -> str | None:
-    """A measured file's path relative to the tree (``refimpl/store.py``), through the shim's symlinks."""
+    """A measured file's path relative to the tree (``refimpl/tcp.py``), through the shim's symlinks."""
     real = Path(os.path.realpath(path))
     try:
         return str(real.relative_to(copy))
@@ -205,17 +205,17 @@ def _relative(path: str, copy: Path) -> str | None:
 
 # --------------------------------------------------------------------------------------------- coverage per area
 
-#: The protocol areas of the reference implementation: their modules, and the stateful machines that drive them
-#: (tests/test_stateful_<machine>.py, "+"-joined; the system machine drives every area).
+#: The protocol areas of the reference implementation: their modules (or folders), and the stateful machines that
+#: drive them (tests/test_stateful_<machine>.py, "+"-joined; the system machine drives every area).
 COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
-    "send retry, latency": (("refimpl/client/producer.py", "refimpl/client/latency.py", "refimpl/broker/send.py"),
-                            "send_retry"),
+    "send retry, latency": (("refimpl/client/producer.py", "refimpl/client/sending.py", "refimpl/client/latency.py",
+                             "refimpl/broker/send.py"), "send_retry"),
     "rebalance, allocation, locks": (("refimpl/client/rebalance.py", "refimpl/client/allocate.py",
                                       "refimpl/broker/locks.py", "refimpl/broker/clients.py"), "rebalance"),
     "offset commit": (("refimpl/client/offset_store.py", "refimpl/client/process_queue.py",
                        "refimpl/broker/offsets.py"), "offset_commit"),
     "pull, pull correction": (("refimpl/broker/pull.py", "refimpl/client/pull_api.py",
-                               "refimpl/client/push_consumer.py", "refimpl/store.py"), "pull_correction"),
+                               "refimpl/client/push_consumer.py", "refimpl/store"), "pull_correction"),
     "consume retry, DLQ, delay": (("refimpl/broker/sendback.py", "refimpl/broker/schedule.py",
                                    "refimpl/client/consume_service.py"), "consume_retry+orderly"),
     "transactions": (("refimpl/broker/transaction.py", "refimpl/client/transaction.py"), "transaction_check"),
@@ -243,7 +243,7 @@ def coverage_by_area(test_map: dict[str, Any]) -> str:
         total = suite = own = system = 0
         own_prefix = tuple(f"tests/test_stateful_{m}.py::" for m in machine.split("+"))
         system_prefix = "tests/test_stateful_system.py::"
-        for path in paths:
+        for path in (str(m) for m in modules_of(paths)):
             lines = statements(ROOT / path)
             per_line = test_map["lines"].get(path, {})
             imported = set(test_map.get("imported", {}).get(path, ()))

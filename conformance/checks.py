@@ -58,7 +58,7 @@ class CaseChecks:
                 return None
             time.sleep(interval)
 
-    def wait_until(self, predicate: Callable[[], T], timeout: float, *, what: str, interval: float = 0.05) -> T:
+    def wait_until(self, predicate: Callable[[], T | None], timeout: float, *, what: str, interval: float = 0.05) -> T:
         """Like :meth:`poll`, but the case fails saying what it waited for when nothing truthy comes in time."""
         value = self.poll(predicate, timeout, interval)
         if not value:

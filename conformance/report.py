@@ -78,10 +78,10 @@ def summary_lines(report: RunReport) -> list[str]:
         lines.append(str(coverage.get("summary", "")))
         uncovered = coverage.get("uncovered", [])
         if coverage.get("filtered"):
-            lines.append(f"  ({len(uncovered)} not reached by the selected cases; "  # type: ignore[arg-type]
+            lines.append(f"  ({len(uncovered)} not reached by the selected cases; "
                          "run without --case for every clause and its reason)")
         else:
-            for item in uncovered:  # type: ignore[union-attr]
+            for item in uncovered:
                 lines.append(f"  not covered: {item['clause']}: {item['reason']}")
     if report.settings:
         used = ", ".join(f"{k}={v}" for k, v in sorted(report.settings.items()))
@@ -170,7 +170,7 @@ def html_page(report: RunReport) -> str:
     totals = "".join(f'<td id="total-{o.value}">{report.count(o)}</td>' for o in Outcome)
     coverage = report.coverage or {}
     uncovered = "".join(f"<li><b>{_e(u['clause'])}</b>: {_e(u['reason'])}</li>"
-                        for u in coverage.get("uncovered", []))  # type: ignore[union-attr]
+                        for u in coverage.get("uncovered", []))
     settings = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in sorted(report.settings.items()))
     cases = []
     for result in report.results:

@@ -17,7 +17,7 @@ import attrs
 
 from rocketspec.refimpl.frame import FrameError, decode, encode
 from rocketspec.refimpl.remoting import RemotingCommand
-from rocketspec.spec.protocol import RPC_ONEWAY_FLAG, SerializeType
+from rocketspec.spec.protocol import RPC_ONEWAY_FLAG, SerializeType, split_addr
 
 DEFAULT_TIMEOUT_S = 3.0
 # What a report keeps of a body: enough to read a route or an error, not a whole batch of messages.
@@ -90,13 +90,6 @@ class Recorder:
     def snapshot(self) -> tuple[Exchange, ...]:
         with self._lock:
             return tuple(self.exchanges)
-
-
-def split_addr(addr: str) -> tuple[str, int]:
-    host, sep, port = addr.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"not a HOST:PORT address: {addr!r}")
-    return host, int(port)
 
 
 class WireClient:

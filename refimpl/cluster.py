@@ -27,6 +27,7 @@ for an empty one), as under ``rocketspec serve``; the stateful machines run with
 
 from __future__ import annotations
 
+import enum
 import string
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -48,10 +49,11 @@ from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.client.push_consumer import PushConsumer
 from rocketspec.refimpl.client.transaction import TransactionProducer
 from rocketspec.refimpl.events import BrokerRestart, Event, EventLog, EventSink
+from rocketspec.refimpl.faults import Faults
 from rocketspec.refimpl.frame import WIRE_CODECS, round_trip
 from rocketspec.refimpl.message import MessageExt, decode_stored_message
 from rocketspec.refimpl.namesrv import NameServer
-from rocketspec.refimpl.remoting import Faults, Network
+from rocketspec.refimpl.remoting import Network
 from rocketspec.refimpl.runtime import RealRuntime, Runtime, SimulatedRuntime
 from rocketspec.refimpl.store import Disk, FileDisk, MemoryDisk
 from rocketspec.spec.protocol import (
@@ -86,13 +88,13 @@ def _split_options(cls: type, options: Mapping[str, Any], what: str) -> dict[str
     return dict(options)
 
 
-def _enum_option(options: dict[str, Any], name: str, enum_type: type) -> None:
+def _enum_option(options: dict[str, Any], name: str, enum_type: type[enum.Enum]) -> None:
     value = options.get(name)
     if isinstance(value, str):
         try:
             options[name] = enum_type[value.upper()]
         except KeyError:
-            choices = ", ".join(m.name for m in enum_type)  # type: ignore[attr-defined]
+            choices = ", ".join(m.name for m in enum_type)
             raise ValueError(f"{name} must be one of {choices}, not {value!r}") from None
 
 
@@ -166,7 +168,7 @@ class Cluster:
             name = broker_name(i)
             disk: Disk = FileDisk(self._data_dir / name) if self._data_dir is not None else MemoryDisk()
             self._disks[name] = disk
-            self.runtime.submit(lambda name=name: self._start_broker(name))
+            self.runtime.submit(partial(self._start_broker, name))
         self.runtime.submit(lambda: None)
 
     # ------------------------------------------------------------------------------------------------- lifecycle

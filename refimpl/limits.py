@@ -11,6 +11,7 @@ requests unanswered or too many answer bytes unread).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -24,12 +25,12 @@ from rocketspec.spec.protocol import (
 MIB = 1024 * 1024
 
 
-def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+def _positive(_instance: object, attribute: attrs.Attribute[Any], value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{attribute.name} must be a positive integer, not {value!r}")
 
 
-def _not_negative(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+def _not_negative(_instance: object, attribute: attrs.Attribute[Any], value: float) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ValueError(f"{attribute.name} must be a number >= 0, not {value!r}")
 

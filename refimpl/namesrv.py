@@ -31,6 +31,7 @@ filter servers belong to live addresses.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -92,7 +93,7 @@ class NameServer:
         self.filter_server_table: dict[str, list[str]] = {}
         self.running = False
         self._scan_timer: Timer | None = None
-        self._handlers = {
+        self._handlers: dict[int, Callable[[RemotingCommand, Channel], RemotingCommand | None]] = {
             RequestCode.REGISTER_BROKER: self._register_broker,
             RequestCode.UNREGISTER_BROKER: self._unregister_broker,
             RequestCode.GET_ROUTEINFO_BY_TOPIC: self._get_route_info,

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 from rocketspec.refimpl.broker.admin_runtime import parse_properties
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.route import dumps_java
-from rocketspec.spec.protocol import NAMESPACE_ORDER_TOPIC_CONFIG, PERM_READ, PERM_WRITE, RequestCode, ResponseCode
+from rocketspec.spec.protocol import (
+    DEFAULT_NAMESRV_PORT,
+    NAMESPACE_ORDER_TOPIC_CONFIG,
+    PERM_READ,
+    PERM_WRITE,
+    RequestCode,
+    ResponseCode,
+)
 
 if TYPE_CHECKING:
     from rocketspec.refimpl.namesrv import NameServer
@@ -31,7 +38,8 @@ if TYPE_CHECKING:
 # NamesrvConfig + NettyServerConfig of 4.9.8 with their defaults (paths blank: no files here).
 NAMESRV_DEFAULTS: dict[str, str] = {
     "clusterTest": "false", "configBlackList": "configBlackList;configStorePath;kvConfigPath", "configStorePath": "",
-    "kvConfigPath": "", "listenPort": "9876", "orderMessageEnable": "false", "productEnvName": "center",
+    "kvConfigPath": "", "listenPort": str(DEFAULT_NAMESRV_PORT), "orderMessageEnable": "false",
+    "productEnvName": "center",
     "rocketmqHome": "", "serverAsyncSemaphoreValue": "64", "serverCallbackExecutorThreads": "0",
     "serverChannelMaxIdleTimeSeconds": "120", "serverOnewaySemaphoreValue": "256",
     "serverPooledByteBufAllocatorEnable": "true", "serverSelectorThreads": "3", "serverSocketBacklog": "1024",
@@ -229,7 +237,7 @@ class NamesrvAdmin:
         broker_name = request.field("brokerName")  # missing: null, a broker with no queues
         count = 0
         for queue_datas in self.namesrv.topic_queue_table.values():
-            queue_data = queue_datas.get(broker_name)
+            queue_data = queue_datas.get(broker_name)  # type: ignore[arg-type]  # null: no entry, as HashMap.get(null)
             if queue_data is None:
                 continue
             queue_data.perm = queue_data.perm & ~PERM_WRITE if wipe else PERM_READ | PERM_WRITE

@@ -6,20 +6,21 @@ a request in, a response out (or ``None`` when it answers later through the chan
 TCP transport only has to encode and decode frames.
 
 ``Network`` is the simulated transport: every delivery is a timer on the runtime (``latency_ms`` each way), and a
-``Faults`` table can fail, drop, delay, duplicate or disconnect any request by target node, request code and client.
+``Faults`` table (``refimpl.faults``) can fail, drop, delay, duplicate or disconnect any request by target node,
+request code and client.
 """
 
 from __future__ import annotations
 
 import itertools
-import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, overload
 
 import attrs
 
-from rocketspec.refimpl.events import EventLog, FaultInject
+from rocketspec.refimpl.events import EventLog
+from rocketspec.refimpl.faults import NO_ACTIONS, Faults
 from rocketspec.refimpl.runtime import Future, Runtime
 from rocketspec.spec.protocol import (
     RPC_ONEWAY_FLAG,
@@ -166,6 +167,15 @@ class RemotingCommand:
     def is_oneway(self) -> bool:
         return bool(self.flag & RPC_ONEWAY_FLAG)
 
+    @overload
+    def field(self, name: str) -> str | None: ...
+
+    @overload
+    def field(self, name: str, default: str) -> str: ...
+
+    @overload
+    def field(self, name: str, default: str | None) -> str | None: ...
+
     def field(self, name: str, default: str | None = None) -> str | None:
         return self.ext_fields.get(name, default)
 
@@ -240,197 +250,6 @@ class RequestHandler(Protocol):
     """A client's handler for requests a server sends it (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE)."""
 
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None: ...
-
-
-# ------------------------------------------------------------------------------------------------------------ faults
-
-
-@attrs.define
-class FaultRule:
-    """One fault: ``action`` on requests to ``target`` (node name, or ``*``) with ``code`` (or any) from ``client``.
-
-    Actions: ``fail`` (answer ``response_code`` without processing), ``drop`` (the request is lost), ``drop_response``
-    (processed, the response is lost), ``delay`` (``delay_ms`` more each way), ``duplicate`` (delivered twice),
-    ``disconnect`` (the connection breaks). ``times`` None means every matching request; ``probability`` draws from the
-    runtime's seeded generator.
-    """
-
-    action: str
-    target: str = "*"
-    code: int | frozenset[int] | None = None
-    client: str | None = None
-    response_code: int = ResponseCode.SYSTEM_ERROR
-    remark: str | None = None
-    delay_ms: int = 0
-    times: int | None = None
-    probability: float = 1.0
-    fired: int = 0
-
-    ACTIONS = ("fail", "drop", "drop_response", "delay", "duplicate", "disconnect")
-
-    def __attrs_post_init__(self) -> None:
-        if self.action not in self.ACTIONS:
-            raise ValueError(f"unknown fault action {self.action!r}; one of {', '.join(self.ACTIONS)}")
-        if self.times is not None and self.times < 0:
-            raise ValueError("times must be >= 0")
-        if not 0.0 <= self.probability <= 1.0:
-            raise ValueError("probability must be within [0, 1]")
-
-    def matches(self, target: str, code: int, client: str) -> bool:
-        if self.times is not None and self.fired >= self.times:
-            return False
-        return (
-            self.target in ("*", target)
-            and (self.code is None or code == self.code or (isinstance(self.code, frozenset) and code in self.code))
-            and (self.client is None or self.client == client)
-        )
-
-
-_NO_ACTIONS: frozenset[str] = frozenset()
-
-# A fault named after a request family covers its variants: RocketMQ serves them with one processor, and clients pick
-# the variant (the Java producer sends SEND_MESSAGE_V2, the C++ client SEND_MESSAGE, batches SEND_BATCH_MESSAGE).
-REQUEST_FAMILIES: dict[str, frozenset[int]] = {
-    "SEND_MESSAGE": frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE}),
-    "SEND_REPLY_MESSAGE": frozenset({RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2}),
-}
-
-
-def parse_request_code(code: int | str | None) -> int | frozenset[int] | None:
-    """A request code by number or ``RequestCode`` name; ``SEND_MESSAGE`` covers the V2 and batch sends too."""
-    if code is None or code == "*":
-        return None
-    if isinstance(code, int):
-        return int(code)
-    if code in REQUEST_FAMILIES:
-        return REQUEST_FAMILIES[code]
-    try:
-        return int(RequestCode[code])
-    except KeyError:
-        if code.isdigit():
-            return int(code)
-        raise ValueError(f"unknown request code {code!r}") from None
-
-
-def parse_response_code(code: int | str) -> int:
-    if isinstance(code, int):
-        return int(code)
-    try:
-        return int(ResponseCode[code])
-    except KeyError:
-        if code.isdigit():
-            return int(code)
-        raise ValueError(f"unknown response code {code!r}") from None
-
-
-class Faults:
-    """The fault table a transport consults for every request (in-process network or TCP server)."""
-
-    def __init__(self, runtime: Runtime, events: EventLog | None = None) -> None:
-        self._runtime = runtime
-        self._events = events
-        #: Every rule added and not removed, exhausted ones too (their ``fired`` counts stay readable).
-        self.rules: list[FaultRule] = []
-        # The rules that may still fire, by request code (None: any code), each as (order added, rule): a long run
-        # adds thousands of rules of a few firings each, and every request would otherwise scan them all.
-        self._armed: dict[int | None, list[tuple[int, FaultRule]]] = {}
-        self._added = itertools.count()
-
-    @property
-    def armed(self) -> bool:
-        """Whether any rule may still fire (the transports skip ``decide`` otherwise)."""
-        return any(self._armed.values())
-
-    def add(self, rule: FaultRule) -> FaultRule:
-        self.rules.append(rule)
-        if rule.times is None or rule.fired < rule.times:
-            entry = (next(self._added), rule)
-            codes: Iterable[int | None] = (
-                [rule.code] if rule.code is None or isinstance(rule.code, int) else sorted(rule.code))
-            for code in codes:
-                self._armed.setdefault(code, []).append(entry)
-        return rule
-
-    def _disarm(self, gone: Callable[[FaultRule], bool]) -> None:
-        for code, entries in list(self._armed.items()):
-            kept = [entry for entry in entries if not gone(entry[1])]
-            if kept:
-                self._armed[code] = kept
-            else:
-                del self._armed[code]
-
-    def fail(
-        self,
-        target: str,
-        request: int | str | None = None,
-        *,
-        code: int | str = "SYSTEM_ERROR",
-        remark: str | None = None,
-        times: int | None = None,
-        client: str | None = None,
-        probability: float = 1.0,
-    ) -> FaultRule:
-        """Answer matching requests with the error ``code`` (a ResponseCode name or number) without processing them."""
-        return self.add(FaultRule("fail", target, parse_request_code(request), client, parse_response_code(code),
-                                  remark or "injected fault", 0, times, probability))
-
-    def drop(self, target: str, request: int | str | None = None, *, times: int | None = None,
-             client: str | None = None, probability: float = 1.0, response: bool = False) -> FaultRule:
-        """Lose matching requests (or, with ``response=True``, their responses after processing)."""
-        action = "drop_response" if response else "drop"
-        return self.add(FaultRule(action, target, parse_request_code(request), client, times=times,
-                                  probability=probability))
-
-    def delay(self, target: str, request: int | str | None = None, *, ms: int, times: int | None = None,
-              client: str | None = None, probability: float = 1.0) -> FaultRule:
-        return self.add(FaultRule("delay", target, parse_request_code(request), client, delay_ms=ms, times=times,
-                                  probability=probability))
-
-    def duplicate(self, target: str, request: int | str | None = None, *, times: int | None = None,
-                  client: str | None = None, probability: float = 1.0) -> FaultRule:
-        return self.add(FaultRule("duplicate", target, parse_request_code(request), client, times=times,
-                                  probability=probability))
-
-    def disconnect(self, target: str, request: int | str | None = None, *, times: int | None = None,
-                   client: str | None = None, probability: float = 1.0) -> FaultRule:
-        return self.add(FaultRule("disconnect", target, parse_request_code(request), client, times=times,
-                                  probability=probability))
-
-    def remove(self, rule: FaultRule) -> None:
-        if rule in self.rules:
-            self.rules.remove(rule)
-        self._disarm(lambda armed: armed is rule)
-
-    def clear(self) -> None:
-        self.rules.clear()
-        self._armed.clear()
-
-    def decide(self, target: str, code: int, client: str) -> list[FaultRule]:
-        """The rules that fire for this request, counted as fired and reported as events (in the order added)."""
-        specific, wild = self._armed.get(code), self._armed.get(None)
-        if specific and wild:
-            candidates = sorted([*specific, *wild], key=operator.itemgetter(0))
-        else:
-            candidates = specific or wild or []
-        fired = []
-        spent = False
-        for _, rule in candidates:
-            if not rule.matches(target, code, client):
-                continue
-            if rule.probability < 1.0 and self._runtime.random.random() >= rule.probability:
-                continue
-            rule.fired += 1
-            fired.append(rule)
-            spent = spent or (rule.times is not None and rule.fired >= rule.times)
-            if self._events is not None:
-                detail = ResponseCode(rule.response_code).name if rule.action == "fail" else ""
-                if rule.action == "delay":
-                    detail = f"{rule.delay_ms} ms"
-                self._events.emit(FaultInject(node=client, target=target, code=code, action=rule.action,
-                                              detail=detail))
-        if spent:
-            self._disarm(lambda rule: rule.times is not None and rule.fired >= rule.times)
-        return fired
 
 
 # ----------------------------------------------------------------------------------------------------------- network
@@ -643,10 +462,10 @@ class Network:
         target = conn.server.node
         rules = self.faults.decide(target, request.code, endpoint.node) if self.faults.armed else []
         if rules:
-            actions = {r.action for r in rules}
+            actions: set[str] | frozenset[str] = {r.action for r in rules}
             extra = sum(r.delay_ms for r in rules if r.action == "delay")
         else:
-            actions, extra = _NO_ACTIONS, 0
+            actions, extra = NO_ACTIONS, 0
         if not oneway:
             endpoint.pending[request.opaque] = (conn, future)
             if timeout_ms is not None:
@@ -782,6 +601,7 @@ def dispatch(handlers: Mapping[int, Callable[[RemotingCommand, Any], RemotingCom
     handler = handlers.get(request.code)
     if handler is None and not answer_unknown:
         return None
+    response: RemotingCommand | None
     if handler is None:
         response = request.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
                                     remark=f" request type {request.code} not supported")

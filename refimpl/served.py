@@ -28,6 +28,7 @@ queue per request kind answering SYSTEM_BUSY past it, backpressure, idle and slo
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import socket
@@ -38,8 +39,9 @@ from typing import Any, TypeVar
 from rocketspec.refimpl.acl import NamesrvAclGuard, PlainAccessValidator
 from rocketspec.refimpl.cluster import Cluster, broker_name
 from rocketspec.refimpl.connections import ConnectionGuard
+from rocketspec.refimpl.faults import FaultRule, Faults, parse_request_code, parse_response_code
 from rocketspec.refimpl.limits import ServerLimits
-from rocketspec.refimpl.remoting import FaultRule, Faults, Server, parse_request_code, parse_response_code
+from rocketspec.refimpl.remoting import Server
 from rocketspec.refimpl.tcp import (
     WILDCARD_HOSTS,
     TcpEndpoint,
@@ -212,7 +214,7 @@ class ServedCluster:
         names = [broker_name(i) for i in range(brokers)]
         # Sockets first (their ports are the addresses brokers register), serving only once the cluster exists.
         for node, wanted in [(NAMESRV_NODE, port), *zip(names, ports, strict=True)]:
-            endpoint = TcpEndpoint(node, lambda node=node: self._server_of(node), self.wire, guard=self.guard,
+            endpoint = TcpEndpoint(node, functools.partial(self._server_of, node), self.wire, guard=self.guard,
                                    namesrv=node == NAMESRV_NODE, observer=_Fanout(self))
             try:
                 bound = self._bind_vip_pair(endpoint, wanted) if node != NAMESRV_NODE else endpoint.bind(

@@ -10,7 +10,7 @@ One bad connection never disturbs another: a frame that cannot be decoded or is 
 (as Netty's decoder does in RocketMQ); an unknown code or a malformed header gets an error response from the server's
 ``dispatch``; a failure inside the transport is logged and closes that connection only.
 
-Faults (``remoting.Faults``) are consulted for every request by node, request code and client address, exactly as on
+Faults (``refimpl.faults``) are consulted for every request by node, request code and client address, exactly as on
 the in-process network: ``fail`` answers an error code, ``delay`` holds the request, ``drop`` loses it,
 ``drop_response`` processes it silently, ``duplicate`` processes it twice, ``disconnect`` closes the connection.
 
@@ -35,10 +35,10 @@ from typing import Protocol, cast
 import attrs
 
 from rocketspec.refimpl.connections import HELD, INFLIGHT, WRITE, ConnectionGuard
+from rocketspec.refimpl.faults import Faults
 from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
 from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import (
-    Faults,
     RemotingCommand,
     RemotingSendRequestError,
     RemotingTimeoutError,
@@ -85,16 +85,6 @@ class WireFrame:
 WILDCARD_HOSTS = ("", "0.0.0.0", "::")
 
 
-def split_addr(addr: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT`` too) as (host, port); ``ValueError`` when it is not one."""
-    host, sep, port = addr.rpartition(":") if isinstance(addr, str) else ("", "", "")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected HOST:PORT, not {addr!r}")
-    return host, int(port)
-
-
 def this_machine_host() -> str:
     """The address other machines reach this one at, for listeners bound to a wildcard (loopback if unknown)."""
     try:
@@ -106,7 +96,7 @@ def this_machine_host() -> str:
 class WireObserver(Protocol):
     """Shown every frame on the loop; ``connection_closed`` (optional) hears of closed connections."""
 
-    def __call__(self, frame: WireFrame) -> None: ...
+    def __call__(self, frame: WireFrame, /) -> None: ...
 
 
 class TcpChannel:
@@ -440,6 +430,9 @@ class TcpEndpoint:
     node is a name server: its requests share one executor, and a request it leaves unanswered is forgotten (a 4.9.8
     name server never answers an unknown code; a broker's unanswered request is answered later, a held pull).
     """
+
+    #: ``HOST:PORT`` clients reach the node at: set by the owner once the endpoint is bound (``served``).
+    addr: str
 
     def __init__(
         self,

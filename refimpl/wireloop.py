@@ -25,7 +25,7 @@ from typing import Any
 try:
     import uvloop
 except ImportError:  # pragma: no cover - the platforms without uvloop wheels (Windows)
-    uvloop = None
+    uvloop = None  # type: ignore[assignment]  # the optional-import idiom: None when uvloop is missing
 
 from rocketspec.refimpl.runtime import RealRuntime, Timer
 

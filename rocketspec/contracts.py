@@ -66,19 +66,21 @@ class CrosshairRun:
 
 
 def run_crosshair(
-    target: str,
+    target: str | Sequence[str],
     per_condition_timeout: float = CONDITION_TIMEOUT_S,
     extra_paths: Sequence[str] = (),
     timeout: float = 900.0,
     max_uninteresting_iterations: int = UNINTERESTING_ITERATIONS,
 ) -> CrosshairRun:
-    """Run ``crosshair check --report_all`` on ``target`` (a module or ``module.function``); a condition ends at
-    ``per_condition_timeout`` or after ``max_uninteresting_iterations`` iterations without progress (0: never)."""
+    """Run ``crosshair check --report_all`` on ``target`` (a module or ``module.function``, or several); a condition
+    ends at ``per_condition_timeout`` or after ``max_uninteresting_iterations`` iterations without progress (0:
+    never)."""
+    name = target if isinstance(target, str) else " ".join(target)
     env = dict(os.environ)
     if extra_paths:
         env["PYTHONPATH"] = os.pathsep.join([*extra_paths, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     cmd = [
-        sys.executable, "-m", "crosshair", "check", target,
+        sys.executable, "-m", "crosshair", "check", *([target] if isinstance(target, str) else target),
         "--report_all", f"--per_condition_timeout={per_condition_timeout}",
     ]
     if max_uninteresting_iterations:
@@ -86,7 +88,7 @@ def run_crosshair(
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return CrosshairRun(target, -1, (), f"crosshair did not finish within {timeout} s", per_condition_timeout)
+        return CrosshairRun(name, -1, (), f"crosshair did not finish within {timeout} s", per_condition_timeout)
     results = []
     for raw in proc.stdout.splitlines():
         match = _LINE.match(raw.strip())
@@ -94,4 +96,4 @@ def run_crosshair(
             results.append(
                 ConditionResult(match["path"], int(match["line"]), match["level"], match["message"])
             )
-    return CrosshairRun(target, proc.returncode, tuple(results), proc.stderr, per_condition_timeout)
+    return CrosshairRun(name, proc.returncode, tuple(results), proc.stderr, per_condition_timeout)

@@ -8,6 +8,7 @@ that nothing checks is a failure too, so the clause table cannot drift away from
 from __future__ import annotations
 
 import inspect
+import pkgutil
 import shutil
 import time
 import unicodedata
@@ -115,6 +116,14 @@ class AreaReport:
                 for c in self.clauses
             ],
         }
+
+
+def contract_modules(module: ModuleType) -> list[str]:
+    """The modules CrossHair checks for an area: each module of its package (CrossHair checks the functions a
+    module defines, not those it re-exports), or the module itself."""
+    if not hasattr(module, "__path__"):
+        return [module.__name__]
+    return [f"{module.__name__}.{info.name}" for info in pkgutil.iter_modules(module.__path__)]
 
 
 def clause_table(module: ModuleType) -> ClauseTable:
@@ -246,13 +255,19 @@ def check_areas(
             tell()
         return report
 
+    def finished(area: str) -> Callable[[Future[CrosshairRun]], None]:
+        def report(_: Future[CrosshairRun]) -> None:
+            crosshair_done.append(area)
+            tell()
+        return report
+
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         runs: dict[str, Future[CrosshairRun]] = {}
         if crosshair:
             for area in areas:
-                runs[area] = pool.submit(run_crosshair, modules[area].__name__, per_condition_timeout,
+                runs[area] = pool.submit(run_crosshair, contract_modules(modules[area]), per_condition_timeout,
                                           max_uninteresting_iterations=crosshair_iterations)
-                runs[area].add_done_callback(lambda _, area=area: (crosshair_done.append(area), tell()))
+                runs[area].add_done_callback(finished(area))
         explorations: dict[str, tuple[Exploration | None, float]] = {}
         for area in areas:
             if explorer:
@@ -269,8 +284,8 @@ def check_areas(
         reports = []
         for area in areas:
             run = runs[area].result() if area in runs else None
-            exploration, seconds = explorations[area]
-            reports.append(build_report(area, modules[area], exploration, run, seconds))
+            explored, seconds = explorations[area]
+            reports.append(build_report(area, modules[area], explored, run, seconds))
     return reports
 
 

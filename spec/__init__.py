@@ -1,7 +1,8 @@
 """The executable specification of RocketMQ 4.x client/broker protocols.
 
-Pure and deterministic: no IO, no clock. One module per protocol area, each with frozen state, actions,
-``enabled``/``step``, invariants, oracle functions and a clause table (see ``docs/spec-authoring.md``).
+Pure and deterministic: no IO, no clock. One package per protocol area (``clauses``, ``oracles``, ``machine``,
+``invariants``): a clause table, oracle functions with contracts, frozen state and actions, ``enabled``/``step``,
+invariants and a model (see ``docs/spec-authoring.md``). Shared facts: ``protocol``, ``java``, ``queues``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Hashable, Iterable
-from typing import Generic, TypeVar, get_args
+from typing import Any, Generic, TypeVar, get_args
 
 import attrs
 
@@ -87,7 +87,7 @@ class Exploration:
     complete: bool
     invariants: tuple[str, ...]
     clauses: tuple[str, ...]
-    violations: tuple[Counterexample, ...]
+    violations: tuple[Counterexample[Any, Any], ...]
 
     @property
     def ok(self) -> bool:
@@ -134,9 +134,10 @@ def explore(model: Model[S, A], max_states: int = 2_000_000,
     parents: dict[S, tuple[S, A] | None] = {}
     depth_of: dict[S, int] = {}
     queue: deque[S] = deque()
-    found: dict[str, Counterexample] = {}
+    found: dict[str, Counterexample[S, A]] = {}
+    checks: tuple[Invariant[S] | StepInvariant[S, A], ...] = (*model.invariants, *model.step_invariants)
     all_clauses = tuple(
-        sorted({c for inv in (*model.invariants, *model.step_invariants) for c in inv.clauses})
+        sorted({c for inv in checks for c in inv.clauses})
     )
     transitions = 0
     complete = True
@@ -211,7 +212,7 @@ def explore(model: Model[S, A], max_states: int = 2_000_000,
             if progress is not None and len(parents) % PROGRESS_EVERY_STATES == 0:
                 progress(len(parents), transitions)
 
-    names = tuple(inv.name for inv in (*model.invariants, *model.step_invariants))
+    names = tuple(inv.name for inv in checks)
     return Exploration(
         area=model.area,
         bounds=model.bounds,

@@ -110,5 +110,5 @@ def string_hash(text: str) -> int:
     post: text != "" or __return__ == 0
     """
     units = utf16_units(text)
-    h = sum(map(operator.mul, units, _powers_of_31(len(units)))) & 0xFFFFFFFF
+    h: int = sum(map(operator.mul, units, _powers_of_31(len(units)))) & 0xFFFFFFFF
     return h - 0x1_0000_0000 if h & 0x80000000 else h

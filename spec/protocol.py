@@ -506,6 +506,17 @@ def is_retry_topic(topic: str) -> bool:
     return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
+def split_addr(addr: str) -> tuple[str, int]:
+    """A remoting address ``HOST:PORT`` (``[v6]:PORT`` too) as (host, port), the port 1..65535; ``ValueError``
+    when it is not one. The one parser of the addresses users and routes give (name servers, brokers, upstreams)."""
+    host, sep, port = addr.rpartition(":") if isinstance(addr, str) else ("", "", "")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected HOST:PORT, not {addr!r}")
+    return host, int(port)
+
+
 # ---- Reference implementation facts (RocketMQ defaults the broker and clients need; added by the refimpl) ----
 DEFAULT_NAMESRV_PORT = 9876
 # A broker also listens on its port - 2 (BrokerController's fastRemotingServer, the clients' VIP channel).

@@ -12,6 +12,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import re
 import shutil
 import sys
 import tempfile
@@ -27,15 +28,33 @@ atexit.register(shutil.rmtree, _root, ignore_errors=True)
 
 
 def mutant(module: ModuleType, old: str, new: str) -> ModuleType:
-    """Import a copy of ``module`` in which ``old`` (which must occur exactly once) is replaced by ``new``."""
-    source = inspect.getsource(module)
-    count = source.count(old)
+    """Import a copy of ``module`` in which ``old`` (which must occur exactly once) is replaced by ``new``.
+
+    A package (a spec area: ``clauses``, ``oracles``, ``machine``, ...) is copied whole under a fresh name, its
+    modules importing each other's copies, so that a rule broken in ``oracles`` is the one its ``machine`` runs."""
+    name = f"rocketspec_mutant_{module.__name__.rsplit('.', 1)[-1]}_{next(_counter)}"
+    if not hasattr(module, "__path__"):
+        source = inspect.getsource(module)
+        count = source.count(old)
+        if count != 1:
+            raise AssertionError(f"mutation target occurs {count} times in {module.__name__}: {old!r}")
+        path = _root / f"{name}.py"
+        path.write_text(source.replace(old, new), encoding="utf-8")
+        return _load(name, path)
+    sources = {p: p.read_text(encoding="utf-8") for p in sorted(Path(module.__path__[0]).glob("*.py"))}
+    count = sum(text.count(old) for text in sources.values())
     if count != 1:
         raise AssertionError(f"mutation target occurs {count} times in {module.__name__}: {old!r}")
-    name = f"rocketspec_mutant_{module.__name__.rsplit('.', 1)[-1]}_{next(_counter)}"
-    path = _root / f"{name}.py"
-    path.write_text(source.replace(old, new), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(name, path)
+    own = re.compile(re.escape(module.__name__) + r"(?=[.\s])")
+    (_root / name).mkdir()
+    for path, text in sources.items():
+        (_root / name / path.name).write_text(own.sub(name, text.replace(old, new)), encoding="utf-8")
+    return _load(name, _root / name / "__init__.py")
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    package = [str(path.parent)] if path.name == "__init__.py" else None
+    spec = importlib.util.spec_from_file_location(name, path, submodule_search_locations=package)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod

@@ -165,7 +165,7 @@ def test_get_all_producer_info(env: Env) -> None:
 def _fill_segments(env: Env) -> None:
     """"Old" only in the first commit-log segment, "New" in every later one."""
     env.send("Old", b"x" * 200)
-    while len(env.broker.store._segments) < 3:
+    while env.broker.store.stats()["segments"] < 3:
         env.send("New", b"y" * 200)
 
 
@@ -188,13 +188,13 @@ def check_delete_expired_commit_log(env: Env) -> None:
     store = env.broker.store
     _fill_segments(env)
     env.runtime.advance(2_000)  # older than file_reserved_ms, but not the delete hour (04:00): nothing goes
-    segments = len(store._segments)
+    segments = store.stats()["segments"]
     assert store.commit_log_min_offset() == 0
     response = ask(env, RequestCode.DELETE_EXPIRED_COMMITLOG)
     assert (response.code, response.remark) == (ResponseCode.SUCCESS, None)
-    assert len(store._segments) == segments  # only armed
+    assert store.stats()["segments"] == segments  # only armed
     env.runtime.advance(10_000)  # the next cleaner run deletes whatever the hour
-    assert store.commit_log_min_offset() > 0 and len(store._segments) == 1
+    assert store.commit_log_min_offset() > 0 and store.stats()["segments"] == 1
 
 
 def test_delete_expired_commit_log_arms_the_cleaner() -> None:

@@ -93,7 +93,7 @@ def test_oracle_reference_is_current(capsys: pytest.CaptureFixture[str]) -> None
 def test_the_command_line_loads_a_command_only_when_it_runs() -> None:
     """``rocketspec serve`` starts in a fifth of a second (docs/benchmarks.md): parsing the command line loads
     neither the conformance suite nor the trace generator with the whole reference cluster behind it."""
-    heavy = ("rocketspec.conformance.", "rocketspec.conformance_commands", "rocketspec.traces.generate",
+    heavy = ("rocketspec.conformance.", "rocketspec.cli.conformance_run", "rocketspec.traces.generate",
              "rocketspec.traces.workload", "rocketspec.refimpl.cluster")
     probe = ("import sys, rocketspec.cli as cli; cli.build_parser(); "
              f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))")

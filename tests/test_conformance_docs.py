@@ -10,10 +10,10 @@ import test_conformance_client_cpp as cpp
 import test_conformance_client_js as ons
 from client_tables import listed
 
+from rocketspec.cli.conformance_run import case_table_markdown
 from rocketspec.conformance.broker import BROKER_CASES
 from rocketspec.conformance.client import CLIENT_CASES
 from rocketspec.conformance.coverage import BROKER_SIDE, CLIENT_SIDE, UNREACHED_REASONS, coverage, known_clauses
-from rocketspec.conformance_commands import case_table_markdown
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "conformance.md"
 

@@ -7,7 +7,7 @@ import io
 import pytest
 from trace_fixtures import healthy
 
-from rocketspec.progress import PROGRESS_ENV, ProgressLine, watched
+from rocketspec.cli.progress import PROGRESS_ENV, ProgressLine, watched
 from rocketspec.traces.pycheck import check_python
 
 

@@ -9,8 +9,9 @@ from rocketspec.refimpl.broker.config import BrokerConfig
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
 from rocketspec.refimpl.client.errors import MQBrokerError
 from rocketspec.refimpl.client.instance import ClientInstance
-from rocketspec.refimpl.client.producer import Producer, select_by_hash
+from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.client.transaction import TransactionProducer
+from rocketspec.refimpl.client.validators import select_by_hash
 from rocketspec.refimpl.events import EventLog, SendAttempt, SendResultEvent, TxnEnd
 from rocketspec.refimpl.message import Message, MessageExt, decode_stored_message
 from rocketspec.refimpl.namesrv import NameServer

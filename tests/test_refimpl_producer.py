@@ -26,8 +26,9 @@ from rocketspec.refimpl.client.latency import (
     int32,
     java_abs,
 )
-from rocketspec.refimpl.client.producer import Producer, java_hash_code, select_by_hash
+from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.client.transaction import TransactionProducer
+from rocketspec.refimpl.client.validators import java_hash_code, select_by_hash
 from rocketspec.refimpl.events import EventLog, RouteUpdate, SendAttempt, SendResultEvent, TxnEnd
 from rocketspec.refimpl.message import (
     Message,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rocketspec.refimpl.events import EventLog, FaultInject
+from rocketspec.refimpl.faults import FaultRule
 from rocketspec.refimpl.remoting import (
-    FaultRule,
     Network,
     RemotingCommand,
     RemotingConnectError,

@@ -1,4 +1,4 @@
-"""The reference implementation's message store (refimpl/store.py): put/get, getMessage statuses, delay conversion,
+"""The reference implementation's message store (refimpl/store/): put/get, getMessage statuses, delay conversion,
 transactions, segments, deletion, flushing and recovery."""
 
 from __future__ import annotations

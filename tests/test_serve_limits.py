@@ -26,13 +26,13 @@ from rocketspec.refimpl.frame import FrameReader, decode, encode
 from rocketspec.refimpl.limits import ServerLimits
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
-from rocketspec.refimpl.tcp import split_addr
 from rocketspec.refimpl.workqueue import DRAIN_BATCH, Lane, Work, executor_of
 from rocketspec.spec.protocol import (
     OVERLOAD_REMARK,
     Executor,
     RequestCode,
     ResponseCode,
+    split_addr,
 )
 
 TOPIC = "LimitsTopic"

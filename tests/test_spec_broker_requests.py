@@ -10,7 +10,7 @@ from mutation import crosshair_mutant, mutant
 
 from rocketspec.spec import broker_requests as br
 from rocketspec.spec.explorer import explore
-from rocketspec.spec.message_filter import java_string_hash
+from rocketspec.spec.java import string_hash as java_string_hash
 from rocketspec.spec.protocol import (
     AUTO_CREATE_TOPIC_KEY,
     NOT_ALLOWED_SEND_TOPICS,

@@ -25,6 +25,7 @@ from rocketspec.spec.protocol import (
     retry_topic,
 )
 from rocketspec.spec.queues import MessageQueue, java_string_key, sorted_queues
+from rocketspec.spec.rebalance.invariants import _owners
 from rocketspec.spec.versions import V4_9_3, V4_9_8, VersionProfile
 
 TOPIC = "TopicTest"
@@ -652,10 +653,10 @@ def test_transient_double_ownership_is_reachable_and_settles() -> None:
     c1, c2 = setup.consumer_ids
     state = _run(reb.initial_state(setup), reb.ConsumerStarted(c1), reb.Rebalanced(c1), reb.ConsumerStarted(c2),
                  reb.Rebalanced(c2))
-    owners = [reb._owners(state.live(), p) for p in range(4)]
+    owners = [_owners(state.live(), p) for p in range(4)]
     assert owners[2] == [c1, c2] and not reb.views_agree(state)
     state = _run(state, reb.Rebalanced(c1, reversed_list=True))
-    assert reb.views_agree(state) and [reb._owners(state.live(), p) for p in range(4)] == [[c1], [c1], [c2], [c2]]
+    assert reb.views_agree(state) and [_owners(state.live(), p) for p in range(4)] == [[c1], [c1], [c2], [c2]]
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -49,7 +49,6 @@ from mutation import refimpl_mutant
 from stateful_support import hypothesis_finds_failure, stateful_settings
 
 from rocketspec.refimpl import Cluster, ConsumeStatus, Message, MQClientError
-from rocketspec.refimpl import store as store_module
 from rocketspec.refimpl.broker import pull as pull_module
 from rocketspec.refimpl.broker.broker import Broker
 from rocketspec.refimpl.client import push_consumer as push_consumer_module
@@ -61,6 +60,7 @@ from rocketspec.refimpl.events import Event, MessageStored, OffsetCommit, PullRe
 from rocketspec.refimpl.message import decode_stored_messages
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.store import MessageStore
+from rocketspec.refimpl.store import reading as store_reading
 from rocketspec.spec import pull_correction as pc
 from rocketspec.spec.protocol import (
     OFFSET_ILLEGAL_REMOVE_DELAY_MS,
@@ -716,7 +716,7 @@ def test_scripted_consumer_behind_deleted_data_is_corrected_forward() -> None:
 
 def test_mutant_too_small_corrected_wrong_is_caught() -> None:
     """OFFSET_TOO_SMALL corrected to the requested offset instead of min (PULL-3)."""
-    with refimpl_mutant(store_module, "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset,",
+    with refimpl_mutant(store_reading, "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset,",
                         "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, offset,"):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
     assert "PULL-3" in str(failure)
@@ -724,7 +724,7 @@ def test_mutant_too_small_corrected_wrong_is_caught() -> None:
 
 def test_mutant_overflow_badly_to_min_is_caught() -> None:
     """OFFSET_OVERFLOW_BADLY corrected to min (the 4.9.3 rule for min == 0, applied always) (PULL-5)."""
-    with refimpl_mutant(store_module, "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset,",
+    with refimpl_mutant(store_reading, "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset,",
                         "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, min_offset,"):
         failure = hypothesis_finds_failure(PullCorrectionMachine, 60, 30)
     assert "PULL-5" in str(failure)

@@ -29,7 +29,7 @@ from stateful_support import failure_text, hypothesis_finds_failure, stateful_se
 
 from rocketspec.refimpl import Cluster
 from rocketspec.refimpl.client import latency as latency_module
-from rocketspec.refimpl.client import producer as producer_module
+from rocketspec.refimpl.client import sending as sending_module
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError, RemotingTooMuchRequestError
 from rocketspec.refimpl.events import SendAttempt, SendResultEvent
 from rocketspec.refimpl.message import Message
@@ -432,11 +432,11 @@ MUTANTS = {
         ("SEND-13",),
     ),
     "one_attempt_too_many": (
-        producer_module, "self.times_total = 1 + self.p.config.retry_times_when_send_failed",
+        sending_module, "self.times_total = 1 + self.p.config.retry_times_when_send_failed",
         "self.times_total = 2 + self.p.config.retry_times_when_send_failed", ("SEND-1",),
     ),
     "non_retryable_code_retried": (
-        producer_module, "if error.code in self.p.config.retry_response_codes:",
+        sending_module, "if error.code in self.p.config.retry_response_codes:",
         "if error.code in self.p.config.retry_response_codes or error.code == 2:", ("SEND-4",),
     ),
     "wrong_not_available_duration": (
@@ -445,11 +445,11 @@ MUTANTS = {
         ("SEND-15",),
     ),
     "attempt_waits_the_whole_budget": (
-        producer_module, "self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,",
+        sending_module, "self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,",
         "self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout, self.times + 1,", ("SEND-2",),
     ),
     "async_retries_broker_errors": (
-        producer_module, "self._on_exception(broker, mq, failure, False, timeout_ms - cost, begin)",
+        sending_module, "self._on_exception(broker, mq, failure, False, timeout_ms - cost, begin)",
         "self._on_exception(broker, mq, failure, True, timeout_ms - cost, begin)", ("SEND-7",),
     ),
 }

@@ -65,7 +65,6 @@ from mutation import refimpl_mutant
 from stateful_support import hypothesis_finds_failure, stateful_settings
 
 from rocketspec.refimpl import Cluster, ConsumeStatus, Message, NotIdle, SendStatus, TransactionState
-from rocketspec.refimpl import store as refimpl_store
 from rocketspec.refimpl.broker import transaction as refimpl_transaction
 from rocketspec.refimpl.client import allocate as refimpl_allocate
 from rocketspec.refimpl.client import consume_service as refimpl_consume_service
@@ -91,6 +90,7 @@ from rocketspec.refimpl.events import (
 from rocketspec.refimpl.frame import WIRE_CODECS as FRAME_TYPES
 from rocketspec.refimpl.frame import decode, encode
 from rocketspec.refimpl.remoting import RemotingCommand, RemotingError
+from rocketspec.refimpl.store import records as refimpl_store_records
 from rocketspec.spec import consume_retry, message_filter, pull_correction, remoting, send_retry
 from rocketspec.spec import rebalance as spec_rebalance
 from rocketspec.spec.protocol import (
@@ -1039,8 +1039,8 @@ MUTANT_EXAMPLES, MUTANT_STEPS = 150, 30
                      "        if self.message_model is MessageModel.BROADCASTING:\n            if mq_set",
                      "        if self.message_model is None:\n            if mq_set", "OFF-17",
                      id="broadcasting-queues-shared-like-clustering"),
-        pytest.param(refimpl_store, "level = min(int(text), len(delays))", "level = min(int(text), len(delays) - 1)",
-                     "RETRY-3", id="top-delay-level-clamped-one-too-low"),
+        pytest.param(refimpl_store_records, "level = min(int(text), len(delays))",
+                     "level = min(int(text), len(delays) - 1)", "RETRY-3", id="top-delay-level-clamped-one-too-low"),
     ],
 )
 def test_system_machine_catches_mutant(module: Any, old: str, new: str, clause: str) -> None:

@@ -1,4 +1,4 @@
-"""Edges of the message store (refimpl/store.py) that the broad store tests do not reach: a consume queue rebuilt
+"""Edges of the message store (refimpl/store/) that the broad store tests do not reach: a consume queue rebuilt
 from a commit log whose head was deleted, a queue left empty by recovery, store times of records that are not whole,
 recovery of IPv6 records and of a record whose topic runs past its end (RocketMQ 4.9.8)."""
 

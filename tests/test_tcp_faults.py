@@ -1,4 +1,4 @@
-"""Faults over the wire: every action of ``remoting.Faults`` as a raw-socket client sees it from the TCP server.
+"""Faults over the wire: every action of ``refimpl.faults.Faults`` as a raw-socket client sees it from the TCP server.
 
 Rules checked, per node and request code, for rules set at run time (``served.faults``) and read from a fault file at
 start: ``fail`` answers the error code and remark without processing; ``delay`` holds the answer at least ``ms``;

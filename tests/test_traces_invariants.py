@@ -22,7 +22,7 @@ import trace_fixtures as fx
 from rocketspec.traces import schema
 from rocketspec.traces.invariants import BY_NAME, INVARIANTS
 from rocketspec.traces.pycheck import check_python
-from rocketspec.traces.report import Report
+from rocketspec.traces.report import InvariantResult, Report, excused_reason
 
 ALL = fx.all_fixtures()
 NAMES = [i.name for i in INVARIANTS]
@@ -246,11 +246,18 @@ def test_engines_agree(spark_report: Report, trace_dirs: dict[str, Path]) -> Non
         name = next(n for n in fx.VIOLATIONS if fx.violation_trace_id(n) == trace_id)
         return trace_id, seq if len(fx.VIOLATING_ROWS[name]) == 1 else None
 
-    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int | None]]]]:
+    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int | None]],
+                                              list[tuple[str, int, str]]]]:
         return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts),
-                 sorted((where(s) for s in r.samples), key=str)) for r in report.results]
+                 sorted((where(s) for s in r.samples), key=str), excused(r)) for r in report.results]
 
     assert summary(spark_report) == summary(python)
+
+
+def excused(result: InvariantResult) -> list[tuple[str, int, str]]:
+    """The excused rows a result names: (trace_id, seq, cause), each read as its cause."""
+    assert all(s["reason"] == excused_reason(s["cause"]) for s in result.excused), result.excused
+    return sorted((str(s["trace_id"]), int(s["seq"]), str(s["cause"])) for s in result.excused)
 
 
 @pytest.mark.slow  # Spark
@@ -267,9 +274,10 @@ def test_engines_agree_on_generated_traces(tmp_path: Path) -> None:
     out = tmp_path / "sweep"
     generate(40_000, out, shards=8, seed=21, faults="heavy")
 
-    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int, str]]]]:
+    def summary(report: Report) -> list[tuple[str, int, int, int, dict[str, int], list[tuple[str, int, str]],
+                                              list[tuple[str, int, str]]]]:
         return [(r.name, r.events_scanned, r.judged, r.violations, dict(r.counts),
-                 sorted((str(s["trace_id"]), int(s["seq"]), str(s.get("reason"))) for s in r.samples))
+                 sorted((str(s["trace_id"]), int(s["seq"]), str(s.get("reason"))) for s in r.samples), excused(r))
                 for r in report.results]
 
     python, spark = check_python(out), check_spark(out, master="local[2]")

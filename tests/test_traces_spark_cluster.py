@@ -35,7 +35,7 @@ from rocketspec.traces.schema import MANIFEST
 
 pytestmark = pytest.mark.xdist_group("spark-cluster")
 
-APP_NAME = "rocketspec traces"  # traces/sparkcheck.py::spark_session
+APP_NAME = "rocketspec traces"  # traces/sparkcheck/session.py::spark_session
 #: Daemons and executors: the client JIT and the serial collector, which halve the CPU a JVM spends starting.
 JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: Settings for the driver started by ``rocketspec``: spark-submit options, which pyspark reads from this variable

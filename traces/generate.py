@@ -116,7 +116,7 @@ def shard_specs(events: int, out: str | os.PathLike[str], *, shards: int = 1, se
 def _run_local(specs: list[ShardSpec], processes: int, started: float,
                progress: Callable[[Progress], None] | None) -> list[ShardResult]:
     if processes <= 1:
-        results = []
+        results: list[ShardResult] = []
         done_rows = 0
         for spec in specs:
             def report(rows: int, done_rows: int = done_rows) -> None:

@@ -6,6 +6,12 @@ exposes a bug in one of them. Every rule is per trace, so traces are checked one
 rows in ``seq`` order builds compact state (dicts keyed by tuples), most rules decide during that pass, the rest
 (those that need the whole trace: settled or not, stored twice, resolved as what) decide at its end.
 
+Why one module of about 950 lines, where the Spark checker is a package of one module per invariant: the rules share
+the state this pass builds (a group's disturbances and owners, a queue's shared spans, the first successes, the puts
+of each message), and one object keeps it so that every row is looked at once (the checker's speed in
+docs/benchmarks.md rests on it). Split by rule, each row would go to several objects that each keep their own copy of
+that state; the handlers are per event kind instead, each naming the invariants it feeds.
+
 Readings of the rule text where it leaves a choice:
 
 * "clustering groups only" (the definitions) applies to the delivery, ownership and offset invariants:
@@ -68,7 +74,7 @@ from rocketspec.traces.oracles import (
     send_back_target,
     within_budget,
 )
-from rocketspec.traces.report import InvariantResult, Report, sample_rows
+from rocketspec.traces.report import InvariantResult, Report, excused_reason, sample_rows
 from rocketspec.traces.schema import SETTLED, SchemaError, check_delay_tables
 
 ENGINE = "python"
@@ -128,12 +134,13 @@ def _writable_brokers(topic: str, queues: Iterable[str]) -> frozenset[str]:
 class _Tally:
     """One invariant's totals over all traces: cases judged, violations, kept samples, counts."""
 
-    __slots__ = ("counts", "judged", "samples", "violations")
+    __slots__ = ("counts", "excused", "judged", "samples", "violations")
 
     def __init__(self) -> None:
         self.judged = 0
         self.violations = 0
         self.samples: list[dict[str, Any]] = []
+        self.excused: list[dict[str, Any]] = []
         self.counts: Counter[str] = Counter()
 
     def add(self, sample: dict[str, Any]) -> None:
@@ -141,6 +148,13 @@ class _Tally:
         self.samples.append(sample)
         if len(self.samples) > 4 * MAX_SAMPLES:
             self.samples = list(sample_rows(self.samples))
+
+    def excuse(self, cause: str, sample: dict[str, Any]) -> None:
+        """A row the rule allows by ``cause``: counted per cause, the first ones kept."""
+        self.counts[cause] += 1
+        self.excused.append(sample)
+        if len(self.excused) > 4 * MAX_SAMPLES:
+            self.excused = list(sample_rows(self.excused))
 
 
 def _compact(trace_id: str, seq: int, reason: str, **columns: Any) -> dict[str, Any]:
@@ -200,7 +214,7 @@ class _Trace:
         self.stored_twice: set[tuple[str, str]] = set()
         # offset_no_regression: key -> (offsets, seqs) of the earlier commits no later commit is <= to (increasing).
         self.commits: dict[tuple[str, str, str, int], tuple[list[int], list[int]]] = {}
-        self.regressions: list[tuple[str, str | None, dict[str, Any] | None]] = []  # (group, cause, sample)
+        self.regressions: list[tuple[str, str | None, dict[str, Any]]] = []  # (group, cause, sample)
         # offset_not_past_unconsumed: key -> offsets delivered; key -> pending offset -> (d, msg).
         self.delivered: dict[tuple[str, str, str, int], set[int]] = defaultdict(set)
         self.pending: dict[tuple[str, str, str, int], dict[int, tuple[int, str]]] = defaultdict(dict)
@@ -320,7 +334,7 @@ class _Trace:
             if not follows:
                 before = "no attempt" if state is None else f"attempt {state[0]}"
                 reasons.append(f"attempt {attempt} after {before}: attempts are numbered 1, 2, ... without gaps")
-            elif not state[3]:
+            elif state is not None and not state[3]:
                 reasons.append(f"attempt {attempt} does not follow a non-final send.result of attempt {attempt - 1} "
                                f"(SEND-21)")
             if state is not None:
@@ -470,7 +484,7 @@ class _Trace:
             return
         self.judged[_PULL] += 1
         offset, next_offset = row["offset"], row.get("next_offset")
-        reasons = []
+        reasons: list[str] = []  # a Refused is the oracle's refusal as text
         decided = bounds(offset, low, high)
         if isinstance(decided, Refused):
             reasons.append(decided)
@@ -642,7 +656,8 @@ class _Trace:
             cause = self.disturbance(group, since, seq)
             if cause is None and self.shared_queue(group, key[1], key[2], key[3]):
                 cause = SHARED_QUEUE
-            self.regressions.append((group, cause, None if cause else _sample(
+            self.regressions.append((group, cause, _sample(
+                self.trace_id, row, excused_reason(cause), cause=cause) if cause else _sample(
                 self.trace_id, row, f"offset {offset} after {offsets[-1]} with no disturbance since seq {since}, "
                 f"when it was last below it, and its queue not shared (OFF-8)", since=since)))
         while offsets and offsets[-1] >= offset:
@@ -709,7 +724,7 @@ class _Trace:
             else:
                 self.retry_puts.add(copy)
             # retry_delay_dlq (b): the puts of a copy made (by a sendback) before them, paired at the end.
-            pairs = self.retry_pairs.get(copy) if reconsume_times is not None else None
+            pairs = self.retry_pairs.get((group, msg, reconsume_times)) if reconsume_times is not None else None
             if pairs is not None:
                 pairs[1].append((row["ts_ms"], row["seq"]))
         elif topic.startswith(_DLQ_PREFIX):
@@ -780,14 +795,15 @@ class _Trace:
         t = self.t
         self.finish_lost(broadcast)
         # duplicates_allowed
-        counts = t[_DUPLICATES].counts
+        tally = t[_DUPLICATES]
         for row, shared in self.duplicates:
             group, msg = row["group"], row["msg_id"]
             if broadcast(group):
                 continue
             puts = self.user_puts.get(msg)
             if (puts is not None and puts[0] > 1) or (group, msg) in self.stored_twice:
-                counts["stored_twice"] += 1
+                tally.excuse("stored_twice", _sample(self.trace_id, row, excused_reason("stored_twice"),
+                                                     cause="stored_twice"))
                 continue
             origin = 0 if puts is None else puts[1]
             cause = self.disturbance(group, origin, row["seq"]) or (SHARED_QUEUE if shared else None)
@@ -797,14 +813,14 @@ class _Trace:
                                                  f"and its queue not shared",
                                first_success=self.first_success[(group, msg)])
             else:
-                counts[cause] += 1
+                tally.excuse(cause, _sample(self.trace_id, row, excused_reason(cause), cause=cause))
         # offset_no_regression, offset_not_past_unconsumed, single_owner: clustering groups' findings.
         for group, cause, sample in self.regressions:
             if broadcast(group):
                 continue
             if cause is not None:
-                t[_REGRESSION].counts[cause] += 1
-            elif sample is not None:
+                t[_REGRESSION].excuse(cause, sample)
+            else:
                 t[_REGRESSION].add(sample)
         for name, found in ((_UNCONSUMED, self.past_unconsumed), (_SINGLE_OWNER, self.owner_problems)):
             for group, sample in found:
@@ -941,6 +957,7 @@ def _check(name: str, traces: Iterator[tuple[str, Any]], tables: Mapping[str, tu
             violations=tallies[i.name].violations,
             samples=sample_rows(tallies[i.name].samples),
             counts=dict(tallies[i.name].counts),
+            excused=sample_rows(tallies[i.name].excused),
         )
         for i in INVARIANTS
     )

@@ -308,7 +308,7 @@ def _python_values(column: pa.Array, few: bool) -> list[Any]:
 def _kind_shapes(names: Sequence[str]) -> dict[str, tuple[tuple[str, ...], Callable[[tuple[Any, ...]], Any]]]:
     """Per kind: the columns a row of it may set (core, required, optional) and a getter of their values."""
     index = {n: i for i, n in enumerate(names)}
-    shapes = {}
+    shapes: dict[str, tuple[tuple[str, ...], Callable[[tuple[Any, ...]], Any]]] = {}
     for kind in KINDS.values():
         keys = tuple(n for n in (*CORE, *kind.required, *kind.optional) if n in index)
         shapes[kind.name] = (keys, operator.itemgetter(*(index[n] for n in keys)))

@@ -110,8 +110,9 @@ class _Layout:
         self.kind = kind
         self.names = names
         self.columns = tuple(_INDEX[n] for n in names)
+        # (mypy cannot infer a lambda with a default argument where a one-argument callable is expected)
         self.get: Callable[[Any], tuple[Any, ...]] = (
-            operator.attrgetter(*names) if len(names) > 1 else (lambda e, n=names[0]: (getattr(e, n),))
+            operator.attrgetter(*names) if len(names) > 1 else (lambda e, n=names[0]: (getattr(e, n),))  # type: ignore[misc]
         ) if names else (lambda e: ())
 
 
@@ -229,9 +230,9 @@ class _JsonlSink:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "w", encoding="utf-8")
         out: list[tuple[int, dict[str, Any]]] = []
-        for layout, rows in batch.items():
+        for layout, layout_rows in batch.items():
             names = layout.names
-            for row in rows:
+            for row in layout_rows:
                 record: dict[str, Any] = {"trace_id": trace_id, "seq": row[0], "ts_ms": row[1], "node": row[2],
                                           "kind": layout.kind}
                 for name, value in zip(names, row[3:], strict=True):

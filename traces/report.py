@@ -16,7 +16,8 @@ from rocketspec.traces.schema import SCHEMA_VERSION
 class InvariantResult:
     """One invariant's outcome. ``samples`` are violating rows (each with ``trace_id``, ``seq`` and ``reason``),
     sorted by (trace_id, seq), at most MAX_SAMPLES; ``counts`` holds named tallies (allowed duplicates by cause,
-    skipped traces, ...)."""
+    skipped traces, ...); ``excused`` are the first rows the rule allowed by a cause (duplicates, regressions), each
+    with its ``cause``, chosen like the samples."""
 
     name: str
     events_scanned: int
@@ -24,6 +25,7 @@ class InvariantResult:
     samples: tuple[Mapping[str, Any], ...] = ()
     counts: Mapping[str, int] = attrs.field(factory=dict)
     judged: int = 0  # cases judged (invariants.CASES): zero means the invariant said nothing about the input
+    excused: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def verdict(self) -> str:
@@ -52,11 +54,17 @@ class InvariantResult:
             "verdict": self.verdict,
             "counts": dict(sorted(self.counts.items())),
             "samples": [dict(s) for s in self.samples],
+            "excused": [dict(s) for s in self.excused],
         }
 
 
+def excused_reason(cause: str) -> str:
+    """The reason an excused row reads: the cause that allows it."""
+    return f"allowed: {cause}"
+
+
 def sample_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], ...]:
-    """The first MAX_SAMPLES violating rows by (trace_id, seq), nulls dropped."""
+    """The first MAX_SAMPLES violating (or excused) rows by (trace_id, seq), nulls dropped."""
     ordered = sorted(rows, key=lambda r: (str(r.get("trace_id")), int(r.get("seq") or 0)))
     return tuple({k: v for k, v in r.items() if v is not None} for r in ordered[:MAX_SAMPLES])
 

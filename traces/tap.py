@@ -39,6 +39,7 @@ from rocketspec.refimpl.route import dumps_java, loads_lenient
 from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.refimpl.wireloop import WireLoop
 from rocketspec.spec.protocol import MAX_FRAME_BYTES, RequestCode, ResponseCode
+from rocketspec.spec.protocol import split_addr as protocol_split_addr
 from rocketspec.traces.recording import FORMATS, TraceRecorder, TraceWriteError
 from rocketspec.traces.wiretap import WireEvents
 
@@ -59,7 +60,7 @@ class TapError(ValueError):
 def split_addr(addr: str, what: str = "upstream") -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT`` too) → (host, port); :class:`TapError` when it is not one."""
     try:
-        return tcp.split_addr(addr)
+        return protocol_split_addr(addr)
     except ValueError:
         raise TapError(f"{what} must be HOST:PORT, not {addr!r}") from None
 
@@ -215,7 +216,7 @@ class Tap:
                 # The tap is closing. Ending normally: asyncio (3.11) logs a connection handler that ends cancelled.
                 pass
             finally:
-                self._tasks.discard(task)  # type: ignore[arg-type]
+                self._tasks.discard(task)
 
         server = await asyncio.start_server(accept, host, port, reuse_address=True, start_serving=serve)
         self._servers.append(server)
@@ -298,7 +299,8 @@ class Tap:
                         data = await self._rewritten(head, frame, command, asked)
                 elif from_client and not command.is_response and command.code in _REWRITTEN:
                     pair.asked[command.opaque] = command.code
-                self._observe(lambda c=command: self.wire_events(WireFrame(
+                # (mypy cannot infer a lambda whose default binds the loop's command)
+                self._observe(lambda c=command: self.wire_events(WireFrame(  # type: ignore[misc]
                     pair.id, pair.node, pair.client_addr, pair.upstream, from_client, c, self._now())))
                 writer.write(data)
                 await writer.drain()
@@ -396,12 +398,12 @@ def run_tap(listen_host: str, listen_port: int, upstream: str, trace_dir: str | 
     """
     with Tap(listen_host, listen_port, upstream, trace_dir, fmt=fmt, trace_id=trace_id, send_mode=send_mode,
              delay_levels_ms=delay_levels_ms) as tap:
-        previous: dict[int, Any] = {}
+        previous: dict[signal.Signals, Any] = {}
         if stop is None:
             stop = threading.Event()
             if threading.current_thread() is threading.main_thread():
                 for sig in (signal.SIGINT, signal.SIGTERM):
-                    previous[sig] = signal.signal(sig, lambda _s, _f: stop.set())  # type: ignore[union-attr]
+                    previous[sig] = signal.signal(sig, lambda _s, _f: stop.set())
         try:
             print(f"tap {tap.addr} -> {upstream}", flush=True)
             while not stop.wait(0.5):

@@ -67,7 +67,7 @@ import logging
 import struct
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 import attrs
 
@@ -205,6 +205,25 @@ class _Pulled:
     topic: str
     msg_id: str
     reconsume_times: int
+
+
+class _PullCommon(TypedDict):
+    """The fields every pull.response row of one answer shares."""
+
+    group: str
+    topic: str
+    broker: str
+    queue_id: int
+    offset: int
+    code: int
+
+
+class _PullOffsets(TypedDict):
+    """The offsets a pull answer's header gives."""
+
+    next_offset: int | None
+    min_offset: int | None
+    max_offset: int | None
 
 
 def _int(fields: Mapping[str, str], name: str) -> int | None:
@@ -467,6 +486,7 @@ class WireEvents:
         send = self._sends.get(info.send) if info.send is not None else None
         if send is None or send.waiting != attempt:
             return
+        assert info.send is not None  # the key the send was found by
         final = final_if_attempts_left or send.attempt >= attempt_limit(send.mode)
         send.final, send.waiting = final, None
         self._emit(SendResultEvent(node=send.node, group=info.group, topic=info.topic, broker=info.broker,
@@ -555,10 +575,10 @@ class WireEvents:
             client_status = pull_status(ResponseCode(code))
         except ValueError:
             client_status = None
-        offsets = {"next_offset": _int(fields, "nextBeginOffset"), "min_offset": _int(fields, "minOffset"),
-                   "max_offset": _int(fields, "maxOffset")}
-        common = {"group": header.consumer_group, "topic": header.topic, "broker": pending.frame.node,
-                  "queue_id": header.queue_id, "offset": header.queue_offset, "code": code}
+        offsets: _PullOffsets = {"next_offset": _int(fields, "nextBeginOffset"),
+                                 "min_offset": _int(fields, "minOffset"), "max_offset": _int(fields, "maxOffset")}
+        common: _PullCommon = {"group": header.consumer_group, "topic": header.topic, "broker": pending.frame.node,
+                               "queue_id": header.queue_id, "offset": header.queue_offset, "code": code}
         # The client's PullStatus is not on the wire: it is inferred from the code (derived).
         if client_status is None:
             self._emit(PullResponseEvent(node=pending.node, status="ERROR", **common, derived=PULL_ANSWER))
@@ -573,7 +593,7 @@ class WireEvents:
         if self._broker_ids.get(frame.server_addr) != MASTER_ID:
             return
         self._emit(PullResponseEvent(node=frame.node, status=str(response.remark), count=count,
-                                     **{**common, "broker": frame.node}, **offsets, derived=PULL_ANSWER))
+                                     **(common | {"broker": frame.node}), **offsets, derived=PULL_ANSWER))
 
     def _received(self, node: str, header: PullMessageHeader, broker: str, messages: list[MessageExt]) -> None:
         """consume.deliver rows derived from a pull answer: the messages the consumer received, less those its own

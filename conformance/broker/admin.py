@@ -25,7 +25,8 @@ def topic_configs(ctx: BrokerContext, broker: int = 0) -> dict[str, dict[str, An
     ctx.expect(isinstance(body.get("topicConfigTable"), dict) and isinstance(body.get("dataVersion"), dict),
                "a body with topicConfigTable and dataVersion",
                f"keys {sorted(body) if isinstance(body, dict) else body}")
-    return body["topicConfigTable"]
+    topics: dict[str, dict[str, Any]] = body["topicConfigTable"]
+    return topics
 
 
 def group_configs(ctx: BrokerContext, broker: int = 0) -> dict[str, dict[str, Any]]:
@@ -34,7 +35,8 @@ def group_configs(ctx: BrokerContext, broker: int = 0) -> dict[str, dict[str, An
     body = requests.json_body(answer) or {}
     ctx.expect(isinstance(body.get("subscriptionGroupTable"), dict), "a body with subscriptionGroupTable",
                f"keys {sorted(body) if isinstance(body, dict) else body}")
-    return body["subscriptionGroupTable"]
+    groups: dict[str, dict[str, Any]] = body["subscriptionGroupTable"]
+    return groups
 
 
 def routed_queues(ctx: BrokerContext, topic: str, broker_name: str) -> tuple[object, ...] | None:

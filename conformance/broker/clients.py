@@ -256,7 +256,7 @@ def unregister_producer(ctx: BrokerContext) -> None:
     ctx.expect_code(client.request(requests.unregister_client(client_id, producer_group=group)), ResponseCode.SUCCESS,
                     f"UNREGISTER_CLIENT {client_id} from {group}")
     answer = client.request(requests.producer_connection_list(group))
-    connections = []
+    connections: list[dict[str, Any]] = []
     if answer.code == ResponseCode.SUCCESS:  # 4.9.8 keeps the emptied group; SYSTEM_ERROR (unknown group) is fine
         connections = (requests.json_body(answer) or {}).get("connectionSet") or []
     ctx.expect_equal([c.get("clientId") for c in connections], [], f"producer connections of {group}")

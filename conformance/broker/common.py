@@ -80,7 +80,7 @@ def fill(ctx: BrokerContext, client: WireClient, topic: str, count: int, queue_i
         dispatched(ctx, client, topic, queue_id, last.queue_offset + 1)
 
 
-def setup(ctx: BrokerContext, queues: int = 1, messages: int = 0, *, group_options: dict[str, object] | None = None,
+def setup(ctx: BrokerContext, queues: int = 1, messages: int = 0, *, group_options: dict[str, Any] | None = None,
           **topic_options: object) -> tuple[WireClient, str, str]:
     """A connection to the first master, a new topic there with ``messages`` messages in queue 0, and a group
     (``ctx.group(**group_options)``)."""

@@ -8,6 +8,8 @@ multiple of the level's delay, so a target configured with short levels is check
 
 from __future__ import annotations
 
+from typing import Any
+
 from rocketspec.conformance.broker.common import max_offset, producer_properties, stored, unique_key, wait_keyed
 from rocketspec.conformance.broker.sendback import delay_levels, delivery_wait_s
 from rocketspec.conformance.context import BrokerContext, Sent
@@ -22,7 +24,7 @@ CASES = cases.cases
 
 
 def _send_delayed(ctx: BrokerContext, client: WireClient, topic: str, queue_id: int, level: str,
-                  **options: object) -> tuple[str, Sent]:
+                  **options: Any) -> tuple[str, Sent]:
     key = unique_key()
     sent = ctx.send(client, topic, f"delayed {level}".encode(), queue_id,
                     properties=producer_properties(key, extra={Property.DELAY_TIME_LEVEL: level}), **options)

@@ -100,7 +100,7 @@ def route_code(ctx: BrokerContext, topic: str) -> int:
 def cluster_info(ctx: BrokerContext) -> dict[str, Any]:
     answer = ctx.namesrv().request(requests.cluster_info())
     ctx.expect_code(answer, ResponseCode.SUCCESS, "GET_BROKER_CLUSTER_INFO")
-    body = requests.json_body(answer)
+    body: dict[str, Any] = requests.json_body(answer)  # JSON; a dict once the expect below passes
     ctx.expect(isinstance(body, dict), "a ClusterInfo JSON object", repr(answer.body[:200] if answer.body else None))
     return body
 

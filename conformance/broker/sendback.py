@@ -12,6 +12,8 @@ and transaction cases; reading messages back is ``common``'s.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from rocketspec.conformance import requests
@@ -74,7 +76,7 @@ def parked_copy(ctx: BrokerContext, client: WireClient, group: str, level: int, 
 
 
 def send_and_pull(ctx: BrokerContext, client: WireClient, topic: str, group: str, body: bytes = b"failed once",
-                  properties: dict[str, str] | None = None, **options: object) -> MessageExt:
+                  properties: dict[str, str] | None = None, **options: Any) -> MessageExt:
     """Send one message to queue 0 of ``topic`` and pull it back, as the consumer that will send it back."""
     key = unique_key()
     ctx.send(client, topic, body, 0, properties={**producer_properties(key), **(properties or {})}, **options)
@@ -105,7 +107,7 @@ def queue_data(ctx: BrokerContext, topic: str, broker: int = 0) -> dict[str, obj
                           what=f"the name server to route {topic} on {name}", interval=0.2)
 
 
-def consumer_group(ctx: BrokerContext, **options: object) -> str:
+def consumer_group(ctx: BrokerContext, **options: Any) -> str:
     """A new consumer group (``ctx.group``) whose %RETRY% and %DLQ% topics are deleted after the run too."""
     group = ctx.group(**options)
     ctx.target.created_topics.update({retry_topic(group), dlq_topic(group)})

@@ -27,7 +27,8 @@ from rocketspec.conformance.client.driver import START_TIMEOUT_S, DriverError, D
 from rocketspec.conformance.context import RUN_TAG, Sent, answer_text
 from rocketspec.conformance.model import Case, CaseFailed
 from rocketspec.conformance.wire import Recorder, WireClient
-from rocketspec.refimpl.remoting import Faults, RemotingCommand
+from rocketspec.refimpl.faults import Faults
+from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.spec.protocol import (
@@ -182,6 +183,8 @@ class ClientContext(CaseChecks):
               **options: object) -> DriverProcess:
         """Start one client process playing ``role``; ``options`` are contract variables without the prefix
         (``send_mode="async"``, ``consume_result="later"``)."""
+        if count < 0:
+            raise ValueError(f"ROCKETSPEC_COUNT is a count of messages or deliveries (0: no limit), not {count}")
         self.check_aborted()
         index = len(self.drivers) + 1
         values = {**DEFAULT_ENV, **{k.upper(): _env_text(v) for k, v in options.items()}}

@@ -15,7 +15,8 @@ from rocketspec.conformance.client.context import ClientContext, Frame, client_c
 from rocketspec.conformance.model import CaseList, Level
 from rocketspec.refimpl.message import MessageExt, decode_stored_messages
 from rocketspec.refimpl.remoting import RemotingCommand
-from rocketspec.spec.message_filter import client_tag_matches, is_tag_type, java_string_hash, subscription_tags
+from rocketspec.spec.java import string_hash as java_string_hash
+from rocketspec.spec.message_filter import client_tag_matches, is_tag_type, subscription_tags
 from rocketspec.spec.offset_commit import pull_commit_request
 from rocketspec.spec.protocol import PULL_FLAG_COMMIT_OFFSET, MessageModel, RequestCode, ResponseCode
 from rocketspec.spec.pull_correction import client_reaction, pull_status

@@ -11,9 +11,11 @@ from __future__ import annotations
 import itertools
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from rocketspec.conformance import requests
 from rocketspec.conformance.client.context import SEND_CODES, SUITE_SEND_TIMEOUT_MS, ClientContext, Frame, client_case
+from rocketspec.conformance.client.driver import Event
 from rocketspec.conformance.model import CaseFailed, CaseList, Level
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import (
@@ -82,7 +84,7 @@ def describe(attempts: list[Frame]) -> str:
     return " -> ".join(f"{f.node}@{f.at_s:.3f}s" for f in attempts)
 
 
-def run_producer(ctx: ClientContext, topic: str, count: int, **options: object) -> list[dict[str, object]]:
+def run_producer(ctx: ClientContext, topic: str, count: int, **options: Any) -> list[Event]:
     """Start a producer for ``count`` messages and wait for its ``count`` send events and done."""
     producer = ctx.start("producer", topic=topic, group=ctx.name("pgroup"), count=count, **options)
     sends = producer.require("send", count, min(DONE_TIMEOUT_S, ctx.remaining()),

@@ -137,7 +137,7 @@ def only_committed_consumed(ctx: ClientContext) -> None:
     ctx.wait_requests(RequestCode.END_TRANSACTION, 2, WAIT_S, what="both END_TRANSACTION requests (TXN-4)")
     types = {e.field("commitOrRollback") for e in ctx.requests(RequestCode.END_TRANSACTION)}
     wanted = {str(first_end_transaction_type(SendStatus.SEND_OK, STATES[local])) for local in producers}
-    ctx.expect(types == wanted, f"END_TRANSACTION types {sorted(wanted)} (TXN-4)", str(sorted(types)))
+    ctx.expect(types == wanted, f"END_TRANSACTION types {sorted(wanted)} (TXN-4)", str(sorted(types, key=str)))
     consumer.require("received", 1, WAIT_S, what="the committed message delivered")
     ctx.sleep(3.0)  # three check intervals: the rolled-back message would show by now
     got = [e.get("msgId") for e in consumer.of("received")]

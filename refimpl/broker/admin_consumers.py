@@ -20,13 +20,14 @@ from __future__ import annotations
 import datetime
 import json
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from rocketspec.refimpl.broker.admin_topics import SLAVE_REMARK, mq_key, null_offset_scan
 from rocketspec.refimpl.broker.clients import ClientChannelInfo, subscription_json
 from rocketspec.refimpl.broker.groups import SubscriptionGroupConfig
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.message import MessageIdDecodeError, java_message_id_offset
 from rocketspec.refimpl.remoting import (
     JAVA_NPE_NULL_BODY_STRING,
@@ -50,9 +51,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     version_desc,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 # Broker2Client.callClient: invokeSync(channel, request, 10000).
 CALL_CLIENT_TIMEOUT_MS = 10_000
@@ -115,7 +113,7 @@ def connection_json(info: ClientChannelInfo) -> dict[str, Any]:
 class ConsumerAdmin:
     """Consumer/producer/offset admin handlers of one broker; ``handlers()`` goes into its dispatch table."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Any]:

@@ -30,10 +30,11 @@ each request answers what its code does with nulls.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketspec.refimpl.broker.admin_consumers import _language
 from rocketspec.refimpl.broker.offsets import offset_key
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.broker.sql92 import java_double_str
 from rocketspec.refimpl.broker.stats import StatsItem, StatsSnapshot
 from rocketspec.refimpl.message import decode_offset_message_id, decode_stored_message
@@ -48,9 +49,6 @@ from rocketspec.spec.protocol import (
     RequestCode,
     ResponseCode,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 # CleanCommitLogService.MAX_MANUAL_DELETE_FILE_TIMES: cleaner runs that delete whatever the hour after the request.
 MAX_MANUAL_DELETE_FILE_TIMES = 20
@@ -85,7 +83,7 @@ def _stats_item_json(snapshot: StatsSnapshot) -> dict[str, Any]:
 class MaintenanceAdmin:
     """Maintenance admin handlers of one broker; ``handlers()`` goes into its dispatch table."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         # CleanCommitLogService.manualDeleteFileSeveralTimes.
         self.manual_delete_times = 0

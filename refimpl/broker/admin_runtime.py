@@ -23,16 +23,14 @@ import os
 import re
 import shutil
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.route import dumps_java
 from rocketspec.refimpl.runtime import when_all
 from rocketspec.refimpl.store import FileDisk
 from rocketspec.spec.protocol import VERSION_V4_9_8, RequestCode, ResponseCode, version_desc
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 # Every property a 4.9.8 broker reports, with its default (machine-specific ones blank: filled from the broker).
 JAVA_DEFAULTS: dict[str, str] = {
@@ -289,7 +287,7 @@ def _human_bytes(size: int) -> str:
 class RuntimeAdmin:
     """Runtime-info and configuration handlers of one broker; ``handlers()`` goes into its dispatch table."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.boot_ms = broker.runtime.now_ms()
         # Configuration.dataVersion and the properties only reported (no live counterpart here).

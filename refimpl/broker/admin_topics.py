@@ -18,9 +18,10 @@ does: the NullPointerException answers (SYSTEM_ERROR, ``RemotingHelper.exception
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketspec.refimpl.broker.clients import subscription_json
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.broker.topics import TopicConfig, validate_topic
 from rocketspec.refimpl.remoting import (
     JAVA_NPE,
@@ -41,9 +42,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
 )
 
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
-
 SLAVE_REMARK = ("Can't modify topic or subscription group from slave broker, "
                 "please execute it from master broker.")
 _FILTER_TYPES = (TOPIC_FILTER_SINGLE_TAG, TOPIC_FILTER_MULTI_TAG)
@@ -58,14 +56,14 @@ def mq_key(topic: str, broker_name: str, queue_id: int) -> RawJson:
     return RawJson(dumps_java({"brokerName": broker_name, "queueId": queue_id, "topic": topic}).decode("utf-8"))
 
 
-def refuse_on_slave(broker: Broker, request: RemotingCommand) -> RemotingCommand | None:
+def refuse_on_slave(broker: BrokerServices, request: RemotingCommand) -> RemotingCommand | None:
     """``validateSlave``: a slave refuses topic and subscription-group changes (SYSTEM_ERROR)."""
     if broker.is_master():
         return None
     return request.response(ResponseCode.SYSTEM_ERROR, remark=SLAVE_REMARK)
 
 
-def check_topic_name(broker: Broker, request: RemotingCommand, topic: str | None) -> RemotingCommand | None:
+def check_topic_name(broker: BrokerServices, request: RemotingCommand, topic: str | None) -> RemotingCommand | None:
     """``TopicValidator.validateTopic`` then ``isSystemTopic``: the SYSTEM_ERROR answer, or None when allowed."""
     remark = validate_topic(topic)
     if remark is not None:
@@ -76,7 +74,7 @@ def check_topic_name(broker: Broker, request: RemotingCommand, topic: str | None
     return None
 
 
-def null_offset_scan(broker: Broker, method: str, line: int) -> str | None:
+def null_offset_scan(broker: BrokerServices, method: str, line: int) -> str | None:
     """``ConsumerOffsetManager.whichTopicByConsumer(null)`` / ``whichGroupByTopic(null)``: the remark of the
     NullPointerException the scan throws (``group.equals``/``topic.equals`` on null) once a key of the offset table
     splits into a topic and a group; None when none does (the scan finds nothing)."""
@@ -91,7 +89,7 @@ def null_offset_scan(broker: Broker, method: str, line: int) -> str | None:
     return None
 
 
-def master_and_topic(broker: Broker, request: RemotingCommand) -> tuple[str, RemotingCommand | None]:
+def master_and_topic(broker: BrokerServices, request: RemotingCommand) -> tuple[str, RemotingCommand | None]:
     """What updateAndCreateTopic and deleteTopic check first, in 4.9.8's order: a slave refuses (SYSTEM_ERROR), then
     the topic name must be valid and not a system topic. The topic, and the refusal if any."""
     refused = refuse_on_slave(broker, request)
@@ -105,7 +103,7 @@ def master_and_topic(broker: Broker, request: RemotingCommand) -> tuple[str, Rem
 class TopicAdmin:
     """Topic admin handlers of one broker; ``handlers()`` goes into its dispatch table."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
 
     def handlers(self) -> dict[int, Any]:

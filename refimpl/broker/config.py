@@ -37,6 +37,7 @@ from rocketspec.spec.protocol import (
     TRANSACTION_CHECK_INTERVAL_MS,
     TRANSACTION_CHECK_MAX,
     TRANSACTION_TIMEOUT_MS,
+    split_addr,
 )
 
 _FLUSH_MODES = ("async", "sync")
@@ -91,9 +92,10 @@ def _parse_delay_table(text: str) -> tuple[int, ...]:
 
 
 def _check_addr(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{attribute.name} must be 'host:port', not {value!r}")
+    try:
+        split_addr(value)
+    except ValueError:
+        raise ValueError(f"{attribute.name} must be 'host:port', not {value!r}") from None
 
 
 def _check_name(instance: BrokerConfig, attribute: attrs.Attribute[str], value: str) -> None:

@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 import attrs
 
 from rocketspec.refimpl.broker.clients import SubscriptionData, is_tag_type
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.broker.sql92 import Selector, SelectorError, compile_selector
 from rocketspec.refimpl.message import decode_stored_message
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand
 from rocketspec.spec.protocol import EXPRESSION_TYPE_SQL92, ResponseCode
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 
 def unsupported_remark(expression_type: str | None) -> str:
@@ -117,7 +114,7 @@ def commit_log_filter(subscription: SubscriptionData, data: FilterData | None,
     return matches
 
 
-def check_client_config(broker: Broker, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+def check_client_config(broker: BrokerServices, request: RemotingCommand, channel: Channel) -> RemotingCommand:
     """``checkClientConfig``: SUCCESS without a subscription or for a tag type; without enablePropertyFilter
     SYSTEM_ERROR; an unknown type or an expression that does not compile SUBSCRIPTION_PARSE_FAILED with the
     compile error as remark; else SUCCESS. A body that is not JSON is SYSTEM_ERROR (Java's decode throws)."""

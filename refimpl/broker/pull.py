@@ -17,12 +17,12 @@ is up. A pull with the commit bit also commits the consumer's offset on a master
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import attrs
 
 from rocketspec.refimpl.broker.clients import SubscriptionData, is_tag_type
 from rocketspec.refimpl.broker.filter import FilterData, commit_log_filter, unsupported_remark
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.events import PullResponseEvent
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.runtime import Timer
@@ -41,9 +41,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     suggest_todo,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 
 @attrs.frozen
@@ -81,7 +78,7 @@ class PullMessageHeader:
 
 # GetMessageStatus → response code (PullMessageProcessor's switch); the two "no queue data" statuses depend on the
 # requested offset and are decided in code.
-_STATUS_CODES: dict[GetMessageStatus, int] = {
+_STATUS_CODES: dict[GetMessageStatus, ResponseCode] = {
     GetMessageStatus.FOUND: ResponseCode.SUCCESS,
     GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
     GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
@@ -109,7 +106,7 @@ class HeldPull:
 class PullMessageProcessor:
     """Answers PULL_MESSAGE; ``hold`` keeps the suspended ones."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.hold = PullRequestHoldService(broker, self)
 
@@ -287,7 +284,7 @@ class PullMessageProcessor:
 class PullRequestHoldService:
     """``PullRequestHoldService``: held pulls per ``topic@queueId``, checked periodically and on message arrival."""
 
-    def __init__(self, broker: Broker, processor: PullMessageProcessor) -> None:
+    def __init__(self, broker: BrokerServices, processor: PullMessageProcessor) -> None:
         self.broker = broker
         self.processor = processor
         self.table: dict[tuple[str, int], list[HeldPull]] = {}

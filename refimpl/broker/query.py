@@ -21,13 +21,9 @@ always past the file, so not found; here the offset must start a message.)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.remoting import Channel, RemotingCommand, java_null_unboxed
 from rocketspec.spec.protocol import DEFAULT_QUERY_MAX_NUM, UNIQUE_MSG_QUERY_FLAG, ResponseCode
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 
 def _java_number(request: RemotingCommand, name: str) -> int | None:
@@ -39,7 +35,7 @@ def _java_number(request: RemotingCommand, name: str) -> int | None:
         return None
 
 
-def query_message(broker: Broker, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+def query_message(broker: BrokerServices, request: RemotingCommand, channel: Channel) -> RemotingCommand:
     """QUERY_MESSAGE: the messages the index finds for the topic and key."""
     header = "QueryMessageRequestHeader"
     topic = request.field("topic", "null")  # Java's string concatenation of a null topic / key
@@ -69,7 +65,7 @@ def query_message(broker: Broker, request: RemotingCommand, channel: Channel) ->
                             remark="can not find message, maybe time range not correct")
 
 
-def view_message_by_id(broker: Broker, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+def view_message_by_id(broker: BrokerServices, request: RemotingCommand, channel: Channel) -> RemotingCommand:
     """VIEW_MESSAGE_BY_ID: the message stored at the commit-log offset."""
     offset = _java_number(request, "offset")
     if offset is None:

@@ -27,9 +27,10 @@ blocking call amounts to.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocketspec.refimpl.broker.send import JAVA_PROCESSOR_PACKAGE, MSG_CHECK_FRAME, SendMessageHeader
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.message import decode_properties, encode_properties
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.runtime import Future
@@ -43,12 +44,8 @@ from rocketspec.spec.protocol import (
     ResponseCode,
 )
 
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
-
-
-def _push_header(broker: Broker, header: SendMessageHeader, channel: Channel, properties: str | None
+def _push_header(broker: BrokerServices, header: SendMessageHeader, channel: Channel, properties: str | None
                  ) -> dict[str, Any]:
     """``ReplyMessageRequestHeader`` as ``pushReplyMessage`` fills it (null fields left out)."""
     fields: dict[str, Any] = {
@@ -82,7 +79,7 @@ REPLY_UNBOXING = {
 }
 
 
-def send_reply_message(broker: Broker, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
+def send_reply_message(broker: BrokerServices, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
     """SEND_REPLY_MESSAGE(_V2): push the reply to its requester, store it, answer (once the push is decided)."""
     sender = broker.sender
     header = SendMessageHeader.parse(request, REPLY_UNBOXING)

@@ -25,9 +25,8 @@ Only a master runs the service (``DefaultMessageStore.handleScheduleMessageServi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from rocketspec.refimpl.broker.config import load_json, save_json
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.message import MessageExt, encode_properties
 from rocketspec.refimpl.runtime import Timer
 from rocketspec.refimpl.store import MessageToStore
@@ -41,9 +40,6 @@ from rocketspec.spec.protocol import (
     Property,
     PutMessageStatus,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 # StorePathConfigHelper.getDelayOffsetStorePath, relative to the store root.
 DELAY_OFFSET_FILE = "config/delayOffset.json"
@@ -91,7 +87,7 @@ def correct_deliver_timestamp(now_ms: int, deliver_ms: int, level_delay_ms: int)
 class ScheduleService:
     """``ScheduleMessageService``: delivers parked messages of every delay level when they are due."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         # level -> offset of the next message to deliver (what is persisted).
         self.offset_table: dict[int, int] = {}

@@ -12,11 +12,12 @@ message becomes a half message. The store's status becomes the response code (``
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from rocketspec.refimpl.broker.sendback import redirect_retry_to_dlq
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.broker.topics import TopicConfig, is_not_allowed_send_topic, validate_topic
 from rocketspec.refimpl.message import decode_batch, decode_properties, encode_properties
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand, java_null_unboxed
@@ -42,9 +43,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     suggest_todo,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 _V2_NAME = {long: letter for letter, long in SEND_MESSAGE_V2_FIELDS.items()}
 # TopicSysFlag: bit 0 unit, bit 1 unit-sub.
@@ -165,7 +163,7 @@ _OPTIONAL_NUMBERS = ("defaultTopicQueueNums", "reconsumeTimes", "maxReconsumeTim
 class SendMessageProcessor:
     """The broker's send path; ``process`` answers one send request."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
 
     # -------------------------------------------------------------------------------------------------- helpers

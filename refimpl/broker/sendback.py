@@ -21,10 +21,9 @@ been reconsumed too often (``redirect_retry_to_dlq``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import attrs
 
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.events import SendBack
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.store import MessageToStore
@@ -42,9 +41,6 @@ from rocketspec.spec.protocol import (
     retry_topic,
     suggest_todo,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 # TopicSysFlag.buildSysFlag(false, true): the retry topic of a unit-mode consumer carries the unit-sub bit.
 _TOPIC_SYS_FLAG_UNIT_SUB = 0x2
@@ -76,12 +72,12 @@ class SendBackHeader:
         )
 
 
-def _random_queue(broker: Broker, queue_nums: int) -> int:
+def _random_queue(broker: BrokerServices, queue_nums: int) -> int:
     """``ThreadLocalRandom.current().nextInt(99999999) % queueNums``."""
     return broker.runtime.random.randrange(RANDOM_QUEUE_ID_BOUND) % queue_nums
 
 
-def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channel) -> RemotingCommand:
+def consumer_send_back(broker: BrokerServices, request: RemotingCommand, channel: Channel) -> RemotingCommand:
     """CONSUMER_SEND_MSG_BACK: store the message again for a later retry, or in the group's dead-letter topic."""
     header = SendBackHeader.parse(request)
     group_config = broker.subscription_groups.find_or_create(header.group)
@@ -168,7 +164,7 @@ def consumer_send_back(broker: Broker, request: RemotingCommand, channel: Channe
     return request.response(ResponseCode.SUCCESS)
 
 
-def redirect_retry_to_dlq(broker: Broker, msg: MessageToStore, group: str, max_reconsume_times: int
+def redirect_retry_to_dlq(broker: BrokerServices, msg: MessageToStore, group: str, max_reconsume_times: int
                           ) -> MessageToStore | RemotingCommand:
     """``handleRetryAndDLQ`` for a message sent to ``%RETRY%<group>`` (the group is known, the limit decided).
 

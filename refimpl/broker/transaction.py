@@ -35,10 +35,10 @@ back that fails), the pass is suspended on a daemon timer until the moment the o
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING
 
 import attrs
 
+from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.events import TxnCheck, TxnEnd, TxnHalf
 from rocketspec.refimpl.message import MessageExt, decode_stored_message, encode_properties, encode_stored_message
 from rocketspec.refimpl.remoting import Channel, HeaderError, RemotingCommand
@@ -72,9 +72,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     TransactionState,
 )
-
-if TYPE_CHECKING:
-    from rocketspec.refimpl.broker.broker import Broker
 
 _STATE_NAMES = {
     TRANSACTION_NOT_TYPE: TransactionState.UNKNOW.value,
@@ -181,7 +178,7 @@ def immunity_time_ms(text: str, transaction_timeout_ms: int) -> int:
 class TransactionService:
     """Half messages, END_TRANSACTION and the transaction check service of one broker."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerServices) -> None:
         self.broker = broker
         self.started = False
         self._timer: Timer | None = None

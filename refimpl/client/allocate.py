@@ -204,7 +204,7 @@ def make_strategy(strategy: str | Any, config: Mapping[str, Any] | None = None) 
     if not isinstance(strategy, str):
         if not callable(getattr(strategy, "allocate", None)):
             raise ValueError("an allocation strategy is a name or an object with allocate(group, id, queues, ids)")
-        return strategy  # type: ignore[no-any-return]
+        return strategy
     name = strategy.upper()
     if name == "AVG":
         return AllocateMessageQueueAveragely()

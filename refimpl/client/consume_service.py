@@ -21,6 +21,7 @@ topic (``resetRetryAndNamespace``).
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import deque
 from collections.abc import Callable
@@ -157,7 +158,7 @@ class ConsumeExecutor:
         while not self.stopped and self._running < self.threads and self._queue:
             task = self._queue.popleft()
             self._running += 1
-            self.runtime.call_soon(lambda task=task: self._start(task))
+            self.runtime.call_soon(functools.partial(self._start, task))
 
     def _start(self, task: Callable[[Callable[[], None]], None]) -> None:
         finished = False
@@ -213,7 +214,7 @@ class ConsumeMessageConcurrentlyService:
         size = self.config.consume_message_batch_max_size
         for start in range(0, len(msgs), size):
             batch = list(msgs[start:start + size])
-            self.executor.submit(lambda finish, batch=batch: self._run(batch, pq, mq, finish))
+            self.executor.submit(functools.partial(self._run, batch, pq, mq))
 
     def _submit_later(self, msgs: list[MessageExt], pq: ProcessQueue, mq: MessageQueue) -> None:
         self._later += 1
@@ -404,7 +405,7 @@ class ConsumeMessageOrderlyService:
             future: Future[bool] = Future()
             future.set_result(False)
             return future
-        return self.consumer.rebalance.lock(mq)  # type: ignore[no-any-return]
+        return self.consumer.rebalance.lock(mq)
 
     # ------------------------------------------------------------------------------------------ the consume loop
     def _run(self, pq: ProcessQueue, mq: MessageQueue, finish: Callable[[], None]) -> None:

@@ -16,6 +16,7 @@ message back to its retry topic themselves when CONSUMER_SEND_MSG_BACK fails).
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 from collections.abc import Callable
@@ -157,9 +158,9 @@ class ClientInstance:
         for timer in self._timers:
             timer.cancel()
         self._timers = []
-        for timer in (self._rebalance_timer, self._rebalance_soon):
-            if timer is not None:
-                timer.cancel()
+        for pending in (self._rebalance_timer, self._rebalance_soon):
+            if pending is not None:
+                pending.cancel()
         self._rebalance_timer = self._rebalance_soon = None
 
     def shutdown(self) -> None:
@@ -405,7 +406,7 @@ class ClientInstance:
                 request = RemotingCommand.request(RequestCode.HEART_BEAT, None, body,
                                                   language=self.config.language, version=self.config.version)
                 future = self.invoke(addr, request, self.config.mq_client_api_timeout_ms, daemon=daemon)
-                future.add_done_callback(lambda f, name=name, addr=addr: self._heartbeat_answered(name, addr, f))
+                future.add_done_callback(functools.partial(self._heartbeat_answered, name, addr))
                 pending.append(future)
         when_all(pending, lambda: done.set_result(None))
         return done

@@ -588,7 +588,7 @@ class LitePullConsumer:
         """The committed offset (memory first, then the store); -1 when there is none."""
         def begin() -> Future[int]:
             self._check_running()
-            return self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)  # type: ignore[no-any-return]
+            return self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
 
         offset = self._wait(self.runtime.submit(begin))
         if offset == -2:
@@ -640,7 +640,7 @@ class LitePullConsumer:
         """``fetchSubscribeMessageQueues``: the topic's readable queues from the name server."""
         def begin() -> Future[Any]:
             self._check_running()
-            return self.instance.update_topic_route(topic)  # type: ignore[no-any-return]
+            return self.instance.update_topic_route(topic)
 
         route = self._wait(self.runtime.submit(begin))
         if route is None:

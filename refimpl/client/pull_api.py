@@ -37,7 +37,7 @@ from rocketspec.spec.queues import MessageQueue
 # MQAdminImpl.timeoutMillis.
 ADMIN_TIMEOUT_MS = 6_000
 
-_STATUS_BY_CODE = {
+_STATUS_BY_CODE: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,

@@ -17,14 +17,16 @@ checker returning None answers nothing (Java's switch on a null state throws).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import attrs
 
 from rocketspec.refimpl.client.config import ProducerConfig
 from rocketspec.refimpl.client.errors import MQClientError
 from rocketspec.refimpl.client.instance import ClientInstance
-from rocketspec.refimpl.client.producer import Producer, SendResult, _Outgoing, _Send, check_message
+from rocketspec.refimpl.client.producer import Producer, SendResult
+from rocketspec.refimpl.client.sending import _Outgoing, _Send
+from rocketspec.refimpl.client.validators import check_message
 from rocketspec.refimpl.events import TxnEnd
 from rocketspec.refimpl.message import Message, MessageExt, decode_offset_message_id
 from rocketspec.refimpl.remoting import HeaderError, RemotingCommand
@@ -156,7 +158,7 @@ class TransactionProducer(Producer):
         self.events.emit(TxnEnd(node=self.client_id, group=self.group, msg_id=result.msg_id,
                                 transaction_id=result.transaction_id or "", state=state.value, from_check=False))
 
-    def _send_end_transaction(self, addr: str | None, fields: dict[str, object], remark: str | None) -> None:
+    def _send_end_transaction(self, addr: str | None, fields: Mapping[str, object], remark: str | None) -> None:
         cfg = self.instance.config
         request = RemotingCommand.request(RequestCode.END_TRANSACTION, fields, oneway=True, language=cfg.language,
                                           version=cfg.version)

@@ -1,0 +1,120 @@
+"""Producer send retry: attempts, the timeout budget, which failures retry, and queue selection.
+
+One ``send`` of a producer (``DefaultMQProducerImpl.sendDefaultImpl``) makes up to a mode-dependent number of
+attempts within one ``sendMsgTimeout`` budget. Each attempt first selects a queue
+(``MQFaultStrategy.selectOneMessageQueue``): plain round robin over the topic's writable queues, avoiding the
+broker of the previous attempt (``TopicPublishInfo.selectOneMessageQueue``), or, with
+``sendLatencyFaultEnable``, the first queue whose broker is not in its "not available" window
+(``LatencyFaultToleranceImpl``), falling back to the least bad broker. ASYNC retries happen in the response
+callback (``MQClientAPIImpl.sendMessageAsync`` / ``onExceptionImpl``).
+
+The round-robin counter is ``ThreadLocalIndex`` (one per topic and thread, starting at a random value); the
+fault table belongs to the producer. Both survive from one send to the next; the previous broker does not.
+
+Version profile notes. The module describes 4.9.0-4.9.8, and the 4.3.1 behaviour that seeds 000 and 003 quote
+where it differs (``VersionProfile.of("4.3.1")``): the counter's arithmetic (SEND-11), how often the counter
+advances while avoiding the previous broker (SEND-13), the previous-broker filter of the fault-tolerant loop
+(SEND-17), which queue data give a fallback broker's queue count and whether the fallback rewrites the topic's
+queue list (SEND-19), and the ASYNC retry paths (SEND-7). Java ``int`` arithmetic (wrap-around,
+``Math.abs(Integer.MIN_VALUE) < 0``, truncating ``%``) is followed exactly.
+
+The area is a package: ``clauses``, ``oracles``, ``machine``, ``invariants`` (see ``docs/spec-authoring.md``);
+every public name is importable from here."""
+
+from __future__ import annotations
+
+from rocketspec.spec.send_retry.clauses import (
+    CLAUSES,
+)
+from rocketspec.spec.send_retry.invariants import (
+    INVARIANTS,
+    STEP_INVARIANTS,
+    model,
+)
+from rocketspec.spec.send_retry.machine import (
+    PENDING,
+    Action,
+    AttemptAnswered,
+    AttemptFailed,
+    BrokerErrorResponse,
+    Config,
+    NewSend,
+    Outcome,
+    OutcomeKind,
+    SelectQueue,
+    SendState,
+    TimePasses,
+    enabled,
+    selections,
+    step,
+)
+from rocketspec.spec.send_retry.oracles import (
+    ATTEMPT_FAILURES,
+    Failure,
+    FaultItem,
+    FaultTable,
+    Pick,
+    QueueData,
+    Selection,
+    attempt_limit,
+    attempt_within_budget,
+    broker_available,
+    failure_retried,
+    fault_table,
+    next_index,
+    not_available_duration,
+    pick_one_at_least,
+    publish_queues,
+    queue_count_for_fallback,
+    record_fault,
+    response_code_retried,
+    select_queue_latency,
+    select_queue_plain,
+    send_status_of,
+    status_retried,
+)
+
+__all__ = [
+    "ATTEMPT_FAILURES",
+    "CLAUSES",
+    "INVARIANTS",
+    "PENDING",
+    "STEP_INVARIANTS",
+    "Action",
+    "AttemptAnswered",
+    "AttemptFailed",
+    "BrokerErrorResponse",
+    "Config",
+    "Failure",
+    "FaultItem",
+    "FaultTable",
+    "NewSend",
+    "Outcome",
+    "OutcomeKind",
+    "Pick",
+    "QueueData",
+    "SelectQueue",
+    "Selection",
+    "SendState",
+    "TimePasses",
+    "attempt_limit",
+    "attempt_within_budget",
+    "broker_available",
+    "enabled",
+    "failure_retried",
+    "fault_table",
+    "model",
+    "next_index",
+    "not_available_duration",
+    "pick_one_at_least",
+    "publish_queues",
+    "queue_count_for_fallback",
+    "record_fault",
+    "response_code_retried",
+    "select_queue_latency",
+    "select_queue_plain",
+    "selections",
+    "send_status_of",
+    "status_retried",
+    "step",
+]

@@ -1,0 +1,359 @@
+"""Send retry: the state machine: frozen state, actions, ``enabled`` and ``step``."""
+
+from __future__ import annotations
+
+import enum
+
+import attrs
+
+from rocketspec.spec.explorer import require_enabled
+from rocketspec.spec.protocol import (
+    DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK,
+    DEFAULT_RETRY_RESPONSE_CODES,
+    DEFAULT_RETRY_TIMES_WHEN_SEND_ASYNC_FAILED,
+    DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED,
+    DEFAULT_SEND_MSG_TIMEOUT_MS,
+    CommunicationMode,
+    SendStatus,
+)
+from rocketspec.spec.queues import MessageQueue
+from rocketspec.spec.send_retry.clauses import CLAUSES
+from rocketspec.spec.send_retry.oracles import (
+    ATTEMPT_FAILURES,
+    Failure,
+    FaultTable,
+    QueueData,
+    Selection,
+    attempt_limit,
+    attempt_within_budget,
+    failure_retried,
+    record_fault,
+    response_code_retried,
+    select_queue_latency,
+    select_queue_plain,
+    send_status_of,
+    status_retried,
+)
+from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
+
+# ---------------------------------------------------------------------------------------------------------
+# State machine: the sends of one producer thread to one topic.
+
+
+class OutcomeKind(enum.Enum):
+    PENDING = "PENDING"
+    SENT = "SENT"
+    FAILED = "FAILED"
+
+
+@attrs.frozen
+class Outcome:
+    """How the current send stands: pending, sent (with the SendStatus; None for ONEWAY), or failed.
+
+    A failure names its kind, the broker code for ``Failure.BROKER``, and whether attempts ran out
+    (``exhausted``, SEND-10) rather than a failure ending the send at once.
+    """
+
+    kind: OutcomeKind
+    status: SendStatus | None = None
+    failure: Failure | None = None
+    code: int | None = None
+    exhausted: bool = False
+
+
+PENDING = Outcome(OutcomeKind.PENDING)
+
+
+@attrs.frozen
+class Config:
+    """The producer settings and the topic route a model runs with."""
+
+    mode: CommunicationMode
+    fault_enabled: bool
+    retry_another: bool = DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK
+    timeout_ms: int = DEFAULT_SEND_MSG_TIMEOUT_MS
+    retry_times: int = DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED
+    async_retry_times: int = DEFAULT_RETRY_TIMES_WHEN_SEND_ASYNC_FAILED
+    retry_codes: frozenset[int] = DEFAULT_RETRY_RESPONSE_CODES
+    queue_datas: tuple[QueueData, ...] = ()
+    profile: VersionProfile = DEFAULT_PROFILE
+
+    @property
+    def limit(self) -> int:
+        return attempt_limit(self.mode, self.retry_times, self.async_retry_times)
+
+
+@attrs.frozen
+class SendState:
+    """A producer thread sending messages one after another.
+
+    ``attempts`` counts the attempts of the current send (``times``), ``requests`` those that put a request
+    on the wire; ``last`` is the queue of the previous attempt (its broker is the last broker, SEND-20);
+    ``first_queue_id`` the queue id of the first request (ASYNC retries reuse it, SEND-8); ``held`` the
+    non-OK SendResult a SYNC send keeps (SEND-6).
+    """
+
+    config: Config
+    queues: tuple[MessageQueue, ...]
+    faults: FaultTable
+    counter: int
+    worst_counter: int
+    now_ms: int = 0
+    sends: int = 1
+    started_ms: int = 0
+    attempts: int = 0
+    requests: int = 0
+    last: MessageQueue | None = None
+    first_queue_id: int | None = None
+    in_flight: MessageQueue | None = None
+    held: SendStatus | None = None
+    outcome: Outcome = PENDING
+    waited: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.outcome.kind is not OutcomeKind.PENDING
+
+    @property
+    def elapsed_ms(self) -> int:
+        return self.now_ms - self.started_ms
+
+
+@attrs.frozen
+class NewSend:
+    """The thread starts sending the next message."""
+
+
+@attrs.frozen
+class SelectQueue:
+    """A queue is selected for the next attempt (and the attempt starts if the budget allows)."""
+
+    queue: MessageQueue
+
+
+@attrs.frozen
+class AttemptAnswered:
+    """The attempt in flight got a SendStatus after ``latency_ms`` (ONEWAY: written, status None)."""
+
+    latency_ms: int
+    status: SendStatus | None
+
+
+@attrs.frozen
+class BrokerErrorResponse:
+    """The attempt in flight got an error response ``code`` after ``latency_ms``."""
+
+    latency_ms: int
+    code: int
+
+
+@attrs.frozen
+class AttemptFailed:
+    """The attempt in flight failed with an exception (no response) after ``latency_ms``."""
+
+    latency_ms: int
+    kind: Failure
+
+
+@attrs.frozen
+class TimePasses:
+    """Time passes between two sends."""
+
+    ms: int
+
+
+Action = NewSend | SelectQueue | AttemptAnswered | BrokerErrorResponse | AttemptFailed | TimePasses
+
+
+def selections(state: SendState) -> frozenset[Selection]:
+    """Every selection the producer may make for the next attempt of ``state``'s send (SEND-13, SEND-17)."""
+    cfg = state.config
+    last = state.last.broker_name if state.last is not None else None
+    if cfg.fault_enabled:
+        return select_queue_latency(
+            state.queues, cfg.queue_datas, state.faults, state.now_ms, state.counter, state.worst_counter,
+            last, cfg.profile,
+        )
+    queue, counter = select_queue_plain(state.queues, state.counter, last, cfg.profile)
+    return frozenset({Selection(queue, counter, state.worst_counter, state.queues, state.faults)})
+
+
+def _selection_for(state: SendState, queue: MessageQueue) -> Selection | None:
+    for selection in selections(state):
+        if selection.queue == queue:
+            return selection
+    return None
+
+
+def _awaiting_selection(state: SendState) -> bool:
+    return not state.done and state.in_flight is None
+
+
+@CLAUSES.oracle("SEND-9", "SEND-21", "SEND-7")
+def enabled(state: SendState, action: Action) -> bool:
+    """Whether ``action`` can happen in ``state``.
+
+    A queue is selected only while the send is pending with nothing in flight (SEND-21), and only a queue the
+    selector can give; outcomes only for an attempt in flight: ONEWAY gets no response (SEND-9), and in ASYNC
+    mode an unknown broker address (CLIENT) can only fail the first attempt (SEND-7). Time passes and new
+    sends start only between sends.
+    """
+    cfg = state.config
+    if isinstance(action, NewSend):
+        return state.done
+    if isinstance(action, TimePasses):
+        return state.done and not state.waited and action.ms > 0
+    if isinstance(action, SelectQueue):
+        return _awaiting_selection(state) and _selection_for(state, action.queue) is not None
+    if state.done or state.in_flight is None:
+        return False
+    if isinstance(action, AttemptAnswered):
+        return (action.status is None) == (cfg.mode is CommunicationMode.ONEWAY)
+    if isinstance(action, BrokerErrorResponse):
+        return cfg.mode is not CommunicationMode.ONEWAY and send_status_of(action.code) is None
+    if isinstance(action, AttemptFailed):
+        if action.kind not in ATTEMPT_FAILURES:
+            return False
+        # In ASYNC mode only the first attempt goes through sendKernelImpl, where an unknown broker address
+        # shows; the callback's retries cannot fail that way.
+        first = state.requests == 1
+        return action.kind is not Failure.CLIENT or cfg.mode is not CommunicationMode.ASYNC or first
+    return False
+
+
+def _record(state: SendState, broker_name: str, latency_ms: int, now_ms: int, isolation: bool) -> FaultTable:
+    return record_fault(state.faults, broker_name, latency_ms, now_ms, isolation, state.config.fault_enabled)
+
+
+def _end(state: SendState, outcome: Outcome) -> SendState:
+    return attrs.evolve(state, outcome=outcome, in_flight=None)
+
+
+def _ran_out(state: SendState, failure: Failure, code: int | None) -> SendState:
+    """Attempts are used up after a retried failure (SEND-10)."""
+    if state.held is not None:
+        return _end(state, Outcome(OutcomeKind.SENT, status=state.held))
+    return _end(state, Outcome(OutcomeKind.FAILED, failure=failure, code=code, exhausted=True))
+
+
+def _retry_or_end(state: SendState, failure: Failure, code: int | None) -> SendState:
+    if state.attempts < state.config.limit:
+        return attrs.evolve(state, in_flight=None)
+    return _ran_out(state, failure, code)
+
+
+def _select(state: SendState, queue: MessageQueue) -> SendState:
+    cfg = state.config
+    selection = _selection_for(state, queue)
+    assert selection is not None
+    state = attrs.evolve(
+        state, counter=selection.counter, worst_counter=selection.worst_counter, queues=selection.queues,
+        faults=selection.faults,
+    )
+    retry = state.attempts > 0
+    if cfg.mode is CommunicationMode.ASYNC and retry:
+        # The callback resends the first request: only the broker is new (SEND-8).
+        assert state.first_queue_id is not None
+        queue = MessageQueue(queue.topic, queue.broker_name, state.first_queue_id)
+    if not attempt_within_budget(state.elapsed_ms, cfg.timeout_ms):
+        if cfg.mode is CommunicationMode.ASYNC and retry:
+            if not cfg.profile.at_least("4.9.3"):
+                return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.TIMEOUT))
+            # invokeAsync throws before writing; the callback path counts it as a failed attempt (SEND-7).
+            state = attrs.evolve(
+                state, attempts=state.attempts + 1, last=queue,
+                faults=_record(state, queue.broker_name, 0, state.now_ms, isolation=True),
+            )
+            return _retry_or_end(state, Failure.TIMEOUT, None)
+        if state.held is not None:
+            return _end(state, Outcome(OutcomeKind.SENT, status=state.held))
+        return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.TIMEOUT))
+    state = attrs.evolve(
+        state, attempts=state.attempts + 1, requests=state.requests + 1, last=queue, in_flight=queue,
+        first_queue_id=queue.queue_id if state.first_queue_id is None else state.first_queue_id,
+    )
+    if cfg.mode is CommunicationMode.ASYNC and not retry:
+        # sendDefaultImpl records the dispatch of the first ASYNC request as a quick call (SEND-14).
+        state = attrs.evolve(
+            state, faults=_record(state, queue.broker_name, 0, state.now_ms, isolation=False)
+        )
+    return state
+
+
+def _answered(state: SendState, action: AttemptAnswered) -> SendState:
+    cfg = state.config
+    assert state.in_flight is not None
+    now = state.now_ms + action.latency_ms
+    faults = _record(state, state.in_flight.broker_name, action.latency_ms, now, isolation=False)
+    state = attrs.evolve(state, now_ms=now, faults=faults)
+    if action.status is not None and status_retried(action.status, cfg.mode, cfg.retry_another):
+        return _retry_or_end(attrs.evolve(state, held=action.status), Failure.BROKER, None)
+    return _end(state, Outcome(OutcomeKind.SENT, status=action.status))
+
+
+def _broker_error(state: SendState, action: BrokerErrorResponse) -> SendState:
+    cfg = state.config
+    assert state.in_flight is not None
+    now = state.now_ms + action.latency_ms
+    faults = _record(state, state.in_flight.broker_name, action.latency_ms, now, isolation=True)
+    state = attrs.evolve(state, now_ms=now, faults=faults)
+    if response_code_retried(action.code, cfg.mode, cfg.retry_codes):
+        return _retry_or_end(state, Failure.BROKER, action.code)
+    if state.held is not None:
+        return _end(state, Outcome(OutcomeKind.SENT, status=state.held))
+    return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.BROKER, code=action.code))
+
+
+def _failed(state: SendState, action: AttemptFailed) -> SendState:
+    cfg = state.config
+    assert state.in_flight is not None
+    broker = state.in_flight.broker_name
+    now = state.now_ms + action.latency_ms
+    interrupted = action.kind is Failure.INTERRUPTED
+    retried = failure_retried(action.kind, cfg.mode, cfg.profile)
+    if interrupted and not retried:
+        # sendDefaultImpl records an interruption without isolation; the pre-4.9.3 ASYNC retry path records
+        # nothing (the first ASYNC attempt's interruption still goes through sendDefaultImpl).
+        record = cfg.mode is not CommunicationMode.ASYNC or state.requests == 1
+        faults = _record(state, broker, action.latency_ms, now, isolation=False) if record else state.faults
+        return _end(
+            attrs.evolve(state, now_ms=now, faults=faults),
+            Outcome(OutcomeKind.FAILED, failure=Failure.INTERRUPTED),
+        )
+    faults = _record(state, broker, action.latency_ms, now, isolation=True)
+    state = attrs.evolve(state, now_ms=now, faults=faults)
+    if retried:
+        return _retry_or_end(state, action.kind, None)
+    # Not retried but not thrown either: sendDefaultImpl's loop ends after its single ASYNC/ONEWAY attempt.
+    return _ran_out(state, action.kind, None)
+
+
+@CLAUSES.oracle(
+    "SEND-2", "SEND-3", "SEND-4", "SEND-6", "SEND-7", "SEND-8", "SEND-10", "SEND-14", "SEND-20", "SEND-21"
+)
+def step(state: SendState, action: Action) -> SendState:
+    """The state after ``action`` (which must be enabled).
+
+    Selecting applies the selector's result, then the budget check (SEND-2): over budget a SYNC send ends
+    (with a held result if any, SEND-6) and an ASYNC retry fails without a request (SEND-7); otherwise the
+    request goes out (ASYNC retries keep the first queue id, SEND-8). Outcomes record fault items (SEND-14)
+    and retry or end the send (SEND-3, SEND-4, SEND-6, SEND-7, SEND-10). A new send clears the previous
+    broker and keeps the counters and fault table (SEND-20); nothing else moves a finished send (SEND-21).
+    """
+    require_enabled(enabled, state, action, Action)
+    if isinstance(action, NewSend):
+        return attrs.evolve(
+            state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,
+            first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False,
+        )
+    if isinstance(action, TimePasses):
+        return attrs.evolve(state, now_ms=state.now_ms + action.ms, waited=True)
+    if isinstance(action, SelectQueue):
+        return _select(state, action.queue)
+    if isinstance(action, AttemptAnswered):
+        return _answered(state, action)
+    if isinstance(action, BrokerErrorResponse):
+        return _broker_error(state, action)
+    if isinstance(action, AttemptFailed):
+        return _failed(state, action)
+    raise TypeError(f"not an action: {action!r}")
