@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 import re
 from pathlib import Path
@@ -96,3 +98,31 @@ def test_step_refuses_an_action_that_is_not_enabled(area: str) -> None:
     assert seen, f"{area}: no initial state"
     with pytest.raises(TypeError, match="not an action of this machine"):
         module.step(next(iter(model.initial)), object())
+
+
+CONTRACT_LINE = re.compile(r"^\s*(pre|post|inv)(\[[^\]]*\])?\s*:\s*(.+)$")
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_every_name_a_contract_uses_resolves_in_its_module(area: str) -> None:
+    """CrossHair evaluates a contract in the module that defines the function: a name a condition uses (and no code
+    does, so a linter may drop its import) must be there, or the condition fails with a NameError."""
+    package = area_module(area)
+    missing = []
+    for module in (package, *(getattr(package, m) for m in dir(package) if inspect.ismodule(getattr(package, m)))):
+        for name, function in vars(module).items():
+            if not inspect.isfunction(function) or function.__module__ != module.__name__:
+                continue
+            params = set(inspect.signature(function).parameters)
+            for line in (function.__doc__ or "").splitlines():
+                match = CONTRACT_LINE.match(line)
+                if match is None:
+                    continue
+                tree = ast.parse(match.group(3).strip(), mode="eval")
+                used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+                bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                bound |= {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda) for a in n.args.args}
+                unknown = {n for n in used - params - bound - {"__return__", "__old__"}
+                           if n not in function.__globals__ and not hasattr(builtins, n)}
+                missing += [f"{module.__name__}.{name}: {n}" for n in sorted(unknown)]
+    assert not missing, missing

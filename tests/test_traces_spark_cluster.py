@@ -295,11 +295,12 @@ def _damage(directory: Path) -> None:
 
 
 def _comparable(report: dict[str, Any]) -> dict[str, Any]:
-    """What the engines must agree on: the report without the engine's name and the time taken, and each sample
-    row by its identity (trace_id, seq); the engines word their reasons and pick the context columns each its own
-    way."""
+    """What the engines must agree on: the report without the engine's name and the time taken, each sample row by
+    its identity (trace_id, seq) and each excused row by its identity and cause; the engines word their reasons and
+    pick the context columns each its own way."""
     kept = {k: v for k, v in report.items() if k not in ("engine", "seconds", "invariants")}
-    kept["invariants"] = [dict(i, samples=[(s["trace_id"], s["seq"]) for s in i["samples"]])
+    kept["invariants"] = [dict(i, samples=[(s["trace_id"], s["seq"]) for s in i["samples"]],
+                               excused=[(s["trace_id"], s["seq"], s["cause"]) for s in i["excused"]])
                           for i in report["invariants"]]
     return kept
 

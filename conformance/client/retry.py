@@ -36,7 +36,10 @@ cases = CaseList("client/retry")
 CASES = cases.cases
 
 BROKER_A = "broker-a"
-WAIT_S = 35.0  # a positive wait: only a failing case (or a loaded machine) waits it out (10 s delay level first)
+# A positive wait: only a failing case (or a loaded machine) waits it out. A new group's retry topic is made by its
+# first heartbeat, after the Java client fetched its routes at start: its route can come with the next route poll
+# (pollNameServerInterval, 30 s), then the 10 s delay level.
+WAIT_S = 50.0
 # The consumer's maxReconsumeTimes when not configured (the drivers leave it alone).
 CONFIGURED_MAX = -1
 

@@ -19,6 +19,7 @@ from rocketspec.spec.protocol import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,
+    RANDOM_QUEUE_ID_BOUND,  # noqa: F401  (a contract names it: CrossHair evaluates it here)
     RETRY_GROUP_TOPIC_PREFIX,
     STORED_MESSAGE_RESERVE_BYTES,
     SYS_CONSUMER_GROUP_PREFIX,

@@ -7,6 +7,7 @@ from rocketspec.spec.protocol import (
     BROKER_CHANNEL_EXPIRED_MS,
     MASTER_ID,
     NAMESPACE_ORDER_TOPIC_CONFIG,
+    PERM_INHERIT,  # noqa: F401  (a contract names it: CrossHair evaluates it here)
     PERM_READ,
     PERM_WRITE,
     RequestCode,

@@ -17,7 +17,12 @@ from rocketspec.spec.protocol import (
     ReadOffsetType,
     ResponseCode,
 )
-from rocketspec.spec.versions import DEFAULT_PROFILE, V4_9_8, VersionProfile
+from rocketspec.spec.versions import (
+    DEFAULT_PROFILE,
+    V4_9_3,  # noqa: F401  (contracts name it: CrossHair evaluates them here)
+    V4_9_8,
+    VersionProfile,
+)
 
 # What readOffset answers, and what the oracles and the machine hold, when a queue has no offset.
 NO_OFFSET = -1
