@@ -237,9 +237,10 @@ def html_page(report: Report, plots: Sequence[Plot]) -> str:
     for plot in plots:
         by_name[plot.focus.invariant].append(plot)
     shown = [r for r in report.results if r.violations or r.excused]
-    rows = "".join(f'<tr><td><a href="#{r.name}">{r.name}</a></td><td>{r.verdict}</td><td>{r.judged:,}</td>'
-                   f"<td>{r.violations:,}</td><td>{sum(r.counts.values()):,}</td></tr>"
-                   if r in shown else f"<tr><td>{r.name}</td><td>{r.verdict}</td><td>{r.judged:,}</td>"
+    def name_cell(result: InvariantResult) -> str:
+        return f'<a href="#{result.name}">{result.name}</a>' if result in shown else result.name
+
+    rows = "".join(f"<tr><td>{name_cell(r)}</td><td>{r.verdict}</td><td>{r.judged:,}</td>"
                    f"<td>{r.violations:,}</td><td>{sum(r.counts.values()):,}</td></tr>" for r in report.results)
     verdict = "all invariants hold" if report.ok else "VIOLATED"
     return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>rocketspec trace check</title>"
@@ -252,11 +253,20 @@ def html_page(report: Report, plots: Sequence[Plot]) -> str:
             + "</body></html>\n")
 
 
-def write_html(report: Report, source: str | os.PathLike[str], directory: str | os.PathLike[str]) -> Path:
-    """Write ``directory/index.html`` for ``report`` of the trace at ``source``; the page's path."""
+def check_directory(directory: str | os.PathLike[str]) -> Path:
+    """The page's folder, if it can be written (absent, or a directory, under an existing one); else
+    :class:`HtmlReportError` saying why. A caller checks it before a long check, not only after."""
     folder = Path(directory)
     if folder.exists() and not folder.is_dir():
         raise HtmlReportError(f"cannot write the HTML report: {folder} is a file, not a directory")
+    if not folder.resolve().parent.is_dir():
+        raise HtmlReportError(f"cannot write the HTML report: {folder.resolve().parent} is not a directory")
+    return folder
+
+
+def write_html(report: Report, source: str | os.PathLike[str], directory: str | os.PathLike[str]) -> Path:
+    """Write ``directory/index.html`` for ``report`` of the trace at ``source``; the page's path."""
+    folder = check_directory(directory)
     plots = gather(source, focuses(report))
     folder.mkdir(parents=True, exist_ok=True)
     page = folder / "index.html"
@@ -264,4 +274,4 @@ def write_html(report: Report, source: str | os.PathLike[str], directory: str | 
     return page
 
 
-__all__ = ["HtmlReportError", "Plot", "focuses", "gather", "html_page", "write_html"]
+__all__ = ["HtmlReportError", "Plot", "check_directory", "focuses", "gather", "html_page", "write_html"]

@@ -67,13 +67,14 @@ def cmd_traces_check(args: argparse.Namespace) -> int:
         if not parent.is_dir():
             raise UsageError(f"cannot write the report: {parent} is not a directory")
     if args.html is not None:
-        folder = Path(args.html)
+        from rocketspec.traces.html import HtmlReportError, check_directory
+
         if not isinstance(source, Path):
             raise UsageError("--html reads the trace again on this machine: it needs a local trace, not a URL")
-        if folder.exists() and not folder.is_dir():
-            raise UsageError(f"cannot write the HTML report: {folder} is a file, not a directory")
-        if not folder.resolve().parent.is_dir():
-            raise UsageError(f"cannot write the HTML report: {folder.resolve().parent} is not a directory")
+        try:
+            check_directory(args.html)
+        except HtmlReportError as exc:
+            raise UsageError(str(exc)) from None
     try:
         engine, why = choose_engine(source, args.engine, args.master)
     except ValueError as exc:
