@@ -93,6 +93,17 @@ FIXED_TESTS: dict[str, tuple[str, ...]] = {
     "conformance/drivers/cpp_driver.py": ("tests/test_conformance_client_cpp.py",),
 }
 FIXED_TIMEOUT_S = 900.0
+#: The marker of the lockstep machines' runs: ``--machines`` runs only those tests.
+MACHINE_MARKER = "machine"
+#: Modules of refimpl that no spec area models, left out of a ``--machines`` sample, each with its reason. Together
+#: they must hold under 15 % of refimpl's statements (``excluded_share`` checks it before a run).
+MACHINES_EXCLUDED: dict[str, str] = {
+    "refimpl/acl.py": "plain ACL (aclEnable): no spec area models authentication or permissions of accounts",
+    "refimpl/acl_config.py": "plain ACL: parsing plain_acl.yml",
+    "refimpl/acl_address.py": "plain ACL: address patterns of accounts",
+    "refimpl/acl_signature.py": "plain ACL: the HMAC signature of a request",
+}
+MAX_EXCLUDED_SHARE = 0.15
 TIMING_PLUGIN = '''
 import json, os
 def pytest_runtest_logreport(report):
@@ -206,23 +217,50 @@ def _relative(path: str, copy: Path) -> str | None:
 # --------------------------------------------------------------------------------------------- coverage per area
 
 #: The protocol areas of the reference implementation: their modules (or folders), and the stateful machines that
-#: drive them (tests/test_stateful_<machine>.py, "+"-joined; the system machine drives every area).
+#: drive them (tests/test_stateful_<machine>.py, "+"-joined; the system machine drives every area). Every module of
+#: refimpl belongs to one area, or is left out of a --machines run (MACHINES_EXCLUDED) or is the test double's
+#: infrastructure every machine runs (``INFRASTRUCTURE``); tests/test_lockstep_dimensions.py checks that.
 COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
     "send retry, latency": (("refimpl/client/producer.py", "refimpl/client/sending.py", "refimpl/client/latency.py",
-                             "refimpl/broker/send.py"), "send_retry"),
+                             "refimpl/client/validators.py", "refimpl/client/config.py", "refimpl/broker/send.py"),
+                            "send_retry"),
     "rebalance, allocation, locks": (("refimpl/client/rebalance.py", "refimpl/client/allocate.py",
-                                      "refimpl/broker/locks.py", "refimpl/broker/clients.py"), "rebalance"),
+                                      "refimpl/client/instance.py", "refimpl/broker/locks.py",
+                                      "refimpl/broker/clients.py"), "rebalance"),
     "offset commit": (("refimpl/client/offset_store.py", "refimpl/client/process_queue.py",
-                       "refimpl/broker/offsets.py"), "offset_commit"),
+                       "refimpl/broker/offsets.py", "refimpl/broker/admin_consumers.py"), "offset_commit"),
     "pull, pull correction": (("refimpl/broker/pull.py", "refimpl/client/pull_api.py",
-                               "refimpl/client/push_consumer.py", "refimpl/store"), "pull_correction"),
+                               "refimpl/client/push_consumer.py", "refimpl/client/lite_pull_consumer.py",
+                               "refimpl/store"), "pull_correction"),
     "consume retry, DLQ, delay": (("refimpl/broker/sendback.py", "refimpl/broker/schedule.py",
                                    "refimpl/client/consume_service.py"), "consume_retry+orderly"),
     "transactions": (("refimpl/broker/transaction.py", "refimpl/client/transaction.py"), "transaction_check"),
-    "name server, routes": (("refimpl/namesrv.py", "refimpl/route.py"), "system"),
-    "wire codec, in-process network": (("refimpl/frame.py", "refimpl/remoting.py", "refimpl/message.py"), "system"),
-    "socket server (serve)": (("refimpl/tcp.py", "refimpl/wireloop.py", "refimpl/served.py"), "system"),
+    "message filter": (("refimpl/broker/filter.py", "refimpl/broker/sql92.py", "refimpl/broker/sql92_values.py",
+                        "refimpl/client/consumer_config.py"), "message_filter"),
+    "name server, routes": (("refimpl/namesrv.py", "refimpl/namesrv_admin.py", "refimpl/route.py"), "name_server"),
+    "broker requests, admin": (("refimpl/broker/broker.py", "refimpl/broker/topics.py", "refimpl/broker/groups.py",
+                                "refimpl/broker/config.py", "refimpl/broker/admin_topics.py",
+                                "refimpl/broker/admin_runtime.py", "refimpl/broker/admin_maintenance.py",
+                                "refimpl/broker/stats.py", "refimpl/broker/query.py", "refimpl/broker/reply.py",
+                                "refimpl/broker/services.py", "refimpl/index.py"), "broker_requests"),
+    "wire codec, in-process network": (("refimpl/frame.py", "refimpl/remoting.py", "refimpl/message.py",
+                                        "refimpl/faults.py"), "remoting"),
+    "socket server (serve)": (("refimpl/tcp.py", "refimpl/wireloop.py", "refimpl/served.py", "refimpl/connections.py",
+                               "refimpl/workqueue.py", "refimpl/limits.py"), "system"),
 }
+#: The test double's own machinery, which every machine runs: counted in no area.
+INFRASTRUCTURE = ("refimpl/cluster.py", "refimpl/runtime.py", "refimpl/events.py", "refimpl/disk.py",
+                  "refimpl/client/errors.py")
+
+
+def excluded_share(modules: Iterable[Path]) -> float:
+    """The share of ``modules``' statements in the modules ``--machines`` leaves out."""
+    total = left = 0
+    for path in modules:
+        n = len(statements(ROOT / path))
+        total += n
+        left += n if str(path) in MACHINES_EXCLUDED else 0
+    return left / total if total else 0.0
 
 
 def statements(path: Path) -> set[int]:
@@ -231,9 +269,11 @@ def statements(path: Path) -> set[int]:
     return set(parser.statements)
 
 
-def coverage_by_area(test_map: dict[str, Any]) -> str:
+def coverage_by_area(test_map: dict[str, Any], machine_ids: frozenset[str] = frozenset()) -> str:
     """A Markdown table: per area, the statements run by the whole suite, by the area's stateful machine, and by the
-    system machine (from the map's per-test contexts; lines run only at import count for the suite)."""
+    system machine (from the map's per-test contexts; lines run only at import count for the suite). With
+    ``machine_ids`` (the tests marked ``machine``) a machine's column counts only its machine runs, not the other
+    tests of its module (the variants, the scripted programs)."""
     out = ["| area | statements | whole suite | its machine | system machine |", "|---|---|---|---|---|"]
 
     def share(n: int, total: int) -> str:
@@ -250,9 +290,10 @@ def coverage_by_area(test_map: dict[str, Any]) -> str:
             total += len(lines)
             for line in lines:
                 tests = per_line.get(str(line), ())
+                runs = [t for t in tests if t in machine_ids] if machine_ids else list(tests)
                 suite += bool(tests) or line in imported
-                own += any(t.startswith(own_prefix) for t in tests) or (bool(tests) and line in imported)
-                system += any(t.startswith(system_prefix) for t in tests) or (bool(tests) and line in imported)
+                own += any(t.startswith(own_prefix) for t in runs) or (bool(runs) and line in imported)
+                system += any(t.startswith(system_prefix) for t in runs) or (bool(runs) and line in imported)
         out.append(f"| {area} | {total} | {share(suite, total)} | {machine}: {share(own, total)} | "
                    f"{share(system, total)} |")
     return "\n".join(out) + "\n"
@@ -344,20 +385,22 @@ def is_equivalent(result: dict[str, Any], known: list[dict[str, str]]) -> str | 
     return None
 
 
-_COLLECTED: dict[Path, frozenset[str]] = {}
+_COLLECTED: dict[tuple[Path, str], frozenset[str]] = {}
 _COLLECT_LOCK = threading.Lock()
 
 
-def collected_ids(copy: Path) -> frozenset[str]:
-    """The test ids the copy's suite has (slow ones included), collected once per copy: a map made at an older
-    commit may name tests renamed since (a parametrized case's id), which pytest would refuse as a whole."""
+def collected_ids(copy: Path, marker: str = "") -> frozenset[str]:
+    """The test ids the copy's suite has (slow ones included; with ``marker``, only those it marks), collected once
+    per copy: a map made at an older commit may name tests renamed since (a parametrized case's id), which pytest
+    would refuse as a whole."""
     with _COLLECT_LOCK:
-        if copy not in _COLLECTED:
+        if (copy, marker) not in _COLLECTED:
+            select = ["-m", marker] if marker else []
             out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "--slow", "-p",
-                                  "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", "tests"],
+                                  "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", *select, "tests"],
                                  cwd=copy, env=copy_env(copy), capture_output=True, text=True).stdout
-            _COLLECTED[copy] = frozenset(line.strip() for line in out.splitlines() if "::" in line)
-        return _COLLECTED[copy]
+            _COLLECTED[copy, marker] = frozenset(line.strip() for line in out.splitlines() if "::" in line)
+        return _COLLECTED[copy, marker]
 
 
 def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> dict[str, Any]:
@@ -384,6 +427,9 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
     if known:
         result["stale"] = len(covering - known)
         covering &= known
+    if test_map.get("machines"):
+        # The stateful machines alone: the tests marked `machine` (tests/lockstep.py's machine_test), nothing else.
+        covering &= collected_ids(copy, MACHINE_MARKER)
     times = test_map["times"]
     ordered = sorted(covering, key=lambda t: (times.get(t, 1.0), t))
     chosen, budget = [], 0.0
@@ -394,7 +440,7 @@ def run_mutant(copy: Path, mutant: dict[str, Any], test_map: dict[str, Any]) -> 
         budget += times.get(test, 1.0)
     fixed = next((tests for where, tests in FIXED_TESTS.items()
                   if mutant["path"] == where or (where.endswith("/") and mutant["path"].startswith(where))), None)
-    if fixed is not None:
+    if fixed is not None and not test_map.get("machines"):
         chosen, budget = ["--slow", *fixed], FIXED_TIMEOUT_S / 3 - 20
     if test_map.get("also"):
         chosen, budget = [*chosen, *test_map["also"]], budget + 30
@@ -485,6 +531,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "--commit: with --rerun and --also, survivors meet new tests without a new map")
     parser.add_argument("--also", action="append", default=[], metavar="TEST",
                         help="a test (file or node id) every mutant also runs, after those the map chose")
+    parser.add_argument("--machines", action="store_true",
+                        help="the stateful machines alone: each mutant runs only the covering tests marked `machine` "
+                             "(tests/lockstep.py); refimpl's modules that no spec area models are left out "
+                             "(MACHINES_EXCLUDED, under 15%% of its statements)")
     parser.add_argument("--coverage", type=Path, metavar="MAP",
                         help="print the statement coverage per protocol area (whole suite, stateful machines) from a "
                              "map a run made (.mutation/map-<commit>.json) and stop")
@@ -493,7 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise MutationError(f"{_MISSING.name} is missing: pip install -e '.[test,mutation]'")
     paths = AREAS.get(args.area) or args.area.split(",")
     if args.coverage:
-        print(coverage_by_area(json.loads(args.coverage.read_text())))
+        print(coverage_by_area(json.loads(args.coverage.read_text()), collected_ids(ROOT, MACHINE_MARKER)))
         return 0
     args.work.mkdir(parents=True, exist_ok=True)
     args.work = args.work.resolve()  # the copies' PYTHONPATH must not depend on the working directory
@@ -504,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     map_file = args.map_file or args.work / f"map-{head[:12]}.json"
     test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head)
     test_map["also"] = list(args.also)
+    test_map["machines"] = args.machines
     earlier: list[dict[str, Any]] = []
     if args.rerun:
         earlier = json.loads(args.rerun.read_text())["results"]
@@ -513,7 +564,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         earlier = [r for r in earlier if r["outcome"] not in again]
         print(f"rerunning the {len(sample)} survivors and unjudged mutants of {args.rerun}", file=sys.stderr)
     else:
-        mutants = enumerate_mutants(modules_of(paths))
+        modules = modules_of(paths)
+        if args.machines:
+            share = excluded_share(modules)
+            if share >= MAX_EXCLUDED_SHARE:
+                raise MutationError(f"the modules left out hold {share:.1%} of the statements (at most "
+                                    f"{MAX_EXCLUDED_SHARE:.0%})")
+            modules = [m for m in modules if str(m) not in MACHINES_EXCLUDED]
+            print(f"left out (no spec area models them): {excluded_share(modules_of(paths)):.1%} of the statements",
+                  file=sys.stderr)
+        mutants = enumerate_mutants(modules)
         sample = mutants if args.sample <= 0 or args.sample >= len(mutants) else \
             random.Random(args.seed).sample(mutants, args.sample)
         print(f"{len(mutants)} mutants of {args.area}; running {len(sample)}", file=sys.stderr)
@@ -544,8 +604,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A rerun reports the whole sample: the earlier outcomes of the mutants already killed, the new ones of the rest.
     results = [*earlier, *results]
     summary = summarise(results)
-    name = f"{args.area if args.area in AREAS else 'paths'}-{args.seed}" + ("-rerun" if args.rerun else "")
-    out = {"commit": head, "area": args.area, "paths": paths, "seed": args.seed, "sample": len(results),
+    name = (f"{args.area if args.area in AREAS else 'paths'}{'-machines' if args.machines else ''}-{args.seed}"
+            + ("-rerun" if args.rerun else ""))
+    out = {"commit": head, "area": args.area, "paths": paths, "seed": args.seed, "machines": args.machines,
+           "sample": len(results),
            "seconds": round(time.monotonic() - started), "summary": summary, "results": results}
     (args.work / f"{name}.json").write_text(json.dumps(out, indent=1))
     report = markdown(summary, results, f"{args.area} (commit {head[:9]}, seed {args.seed}, {len(results)} mutants)")

@@ -1,34 +1,35 @@
-"""Stateful test: the send_retry spec (SEND-*) is the model, the reference implementation's producer the system.
+"""Lockstep: the send_retry spec (SEND-*) drives the reference implementation's producer.
 
-A simulated ``Cluster`` with 2-3 brokers, a topic on each and two producers, one with sendLatencyFaultEnable off and
-one with it on (every program exercises both selectors), whose other options hypothesis chooses
-(retryTimesWhenSendFailed, retryTimesWhenSendAsyncFailed, retryAnotherBrokerWhenNotStoreOK, the random starts of the
-round-robin counters). Rules send in SYNC, ASYNC and ONEWAY mode, inject faults per broker or on all of them (error
-codes retried or not, non-OK SendStatus answers, lost requests and responses, delays that reach the latency table or
-the budget, closed connections) and let time pass.
+Each run draws its configuration (``tests/dimensions.py``): 1-3 brokers, the topic's read and write queue counts and
+permission, and the producer's retryTimesWhenSendFailed, retryTimesWhenSendAsyncFailed,
+retryAnotherBrokerWhenNotStoreOK, sendLatencyFaultEnable and sendMsgTimeout; the random starts of the round-robin
+counters are drawn too. Rules send in SYNC, ASYNC and ONEWAY mode (``NewSend``, with ``TimePasses`` for the time since
+the last send, driven through the spec), inject faults per broker or on all of them (error codes retried or not,
+non-OK SendStatus answers, lost requests and responses, delays that reach the latency table or the budget, closed
+connections) and let time pass.
 
-Every send is replayed through the spec's state machine in lockstep: the implementation's ``SendAttempt`` and
-``SendResultEvent`` events become ``SelectQueue`` / ``AttemptAnswered`` / ``BrokerErrorResponse`` / ``AttemptFailed``
-actions, each of which must be *enabled* in the spec state (the queue one the selector may pick, SEND-12, SEND-13,
-SEND-17, SEND-18; no attempt after the send ended, SEND-1, SEND-21), at the time the spec expects (SEND-2). After the
-send, the spec's outcome must be what the caller got (SEND-3..10), and the producer's round-robin counters and fault
-table must equal the spec's (SEND-11, SEND-14, SEND-15, SEND-16, SEND-19). The spec state (counters, fault table,
-clock) carries over from one send to the next (SEND-20), per producer; the mode is the send's.
+The producer's ``SendAttempt`` and ``SendResultEvent`` events are observed as ``SelectQueue`` / ``AttemptAnswered`` /
+``BrokerErrorResponse`` / ``AttemptFailed`` actions, each of which must be enabled in the spec's state (the queue one
+the selector may pick, SEND-12, SEND-13, SEND-17, SEND-18; no attempt after the send ended, SEND-1, SEND-21), at the
+time the spec expects (SEND-2). After each send the spec's outcome must be what the caller got (SEND-3..10), and the
+projections must agree: the round-robin counter, whichItemWorst and the fault table (SEND-11, SEND-14, SEND-15,
+SEND-16, SEND-18, SEND-19). The spec state carries over from one send to the next (SEND-20); the mode is the send's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-from mutation import refimpl_mutant
-from stateful_support import failure_text, hypothesis_finds_failure, stateful_settings
+from hypothesis.stateful import invariant, precondition, rule
+from lockstep import LockstepMachine, machine_test, variant_caught, variant_needs
 
 from rocketspec.refimpl import Cluster
+from rocketspec.refimpl import route as route_module
 from rocketspec.refimpl.client import latency as latency_module
+from rocketspec.refimpl.client import producer as producer_module
 from rocketspec.refimpl.client import sending as sending_module
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError, RemotingTooMuchRequestError
 from rocketspec.refimpl.events import SendAttempt, SendResultEvent
@@ -36,7 +37,7 @@ from rocketspec.refimpl.message import Message
 from rocketspec.refimpl.remoting import RemotingCommand, RemotingError
 from rocketspec.spec import send_retry as spec
 from rocketspec.spec.protocol import (
-    DEFAULT_SEND_MSG_TIMEOUT_MS,
+    DEFAULT_PERM,
     CommunicationMode,
     RequestCode,
     ResponseCode,
@@ -55,6 +56,10 @@ NOT_OK = (SendStatus.FLUSH_DISK_TIMEOUT, SendStatus.FLUSH_SLAVE_TIMEOUT, SendSta
 # the last, the 3000 ms budget (SEND-15, SEND-2).
 DELAYS = (30, 300, 600, 1100, 1600)
 WAITS = (1_000, 30_000, 60_000, 200_000, 700_000)
+# The parts of the projection, each named with the clauses that decide it.
+COUNTER = "round-robin counter (SEND-11, SEND-12, SEND-13, SEND-17)"
+WORST = "whichItemWorst (SEND-18)"
+FAULTS = "fault table: latency, start - now (SEND-14, SEND-15, SEND-16, SEND-19)"
 # Random starts of ThreadLocalIndex chosen like a seed, including the wrap-around of SEND-11.
 COUNTER_STARTS = st.one_of(st.integers(0, 40), st.sampled_from([2**31 - 3, 2**31 - 2, 2**31 - 1]))
 
@@ -110,250 +115,248 @@ def _ending_clauses(state: spec.SendState) -> str:
     return "/".join([*clauses, "SEND-21"])
 
 
-@attrs.define(eq=False)
-class Tracked:
-    """One producer and the spec state its sends have reached (None before the first send)."""
+class SendRetryMachine(LockstepMachine):
+    """Sends of one producer, configured as the run draws, stepped with the spec's send machine attempt by attempt
+    (SEND-1..22)."""
 
-    label: str
-    producer: Any = attrs.field(repr=False)
-    config: spec.Config
-    counter_start: int
-    info: Any = attrs.field(default=None, repr=False)
-    state: spec.SendState | None = None
-
-
-class SendRetryMachine(RuleBasedStateMachine):
-    """Sends of two producers (sendLatencyFaultEnable off and on) against the spec's send machine, lockstep per
-    attempt (SEND-1..22)."""
+    TABLE = spec.TRANSITIONS
+    DIMENSIONS = ("topology.brokers", "topic.queueNums", "topic.perm", "producer.retryTimesWhenSendFailed",
+                  "producer.retryTimesWhenSendAsyncFailed", "producer.retryAnotherBrokerWhenNotStoreOK",
+                  "producer.sendLatencyFaultEnable", "producer.sendMsgTimeout")
+    # A topic without write permission is sent with the default topic's route: not modelled by SEND-22 yet.
+    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {"topic.perm": st.sampled_from((DEFAULT_PERM, 2))}
+    DRIVEN = (spec.NewSend, spec.TimePasses)
+    OBSERVED = (spec.SelectQueue, spec.AttemptAnswered, spec.BrokerErrorResponse, spec.AttemptFailed)
 
     def __init__(self) -> None:
         super().__init__()
         self.cluster: Cluster | None = None
-        self.tracked: list[Tracked] = []
         self.sends = 0
+        self.info: Any = None
 
     # ------------------------------------------------------------------------------------------------ setup
-    @initialize(
-        brokers=st.integers(2, 3),
-        queues=st.integers(1, 3),
-        retry_times=st.tuples(st.integers(0, 3), st.integers(0, 3)),
-        async_retry_times=st.tuples(st.integers(0, 2), st.integers(0, 2)),
-        retry_another=st.tuples(st.booleans(), st.booleans()),
-        counters=st.tuples(COUNTER_STARTS, COUNTER_STARTS, COUNTER_STARTS, COUNTER_STARTS),
-    )
-    def setup(self, brokers: int, queues: int, retry_times: tuple[int, int], async_retry_times: tuple[int, int],
-              retry_another: tuple[bool, bool], counters: tuple[int, int, int, int]) -> None:
-        """Producer 0 sends with sendLatencyFaultEnable off, producer 1 with it on; the other options and the
-        random starts of their round-robin counters (queue selection, whichItemWorst) are drawn for each."""
+    def setup(self, config: dict[str, Any], data: st.DataObject) -> None:
+        """A cluster, a topic and one producer as configured; the random starts of its round-robin counters (the
+        queue selection's ThreadLocalIndex and whichItemWorst) are drawn too."""
+        brokers = config["topology.brokers"]
+        read_queues, write_queues = config["topic.queueNums"]
         self.cluster = Cluster(brokers=brokers, clock="simulated", wire_codec="json", seed=11, keep_events=True)
-        self.cluster.create_topic(TOPIC, queues=queues)
+        self.cluster.create_topic(TOPIC, read_queues=read_queues, write_queues=write_queues, perm=config["topic.perm"])
         self.statuses = {name: StatusAnswers(b) for name, b in self.cluster.brokers.items()}
         self.names = sorted(self.cluster.brokers)
-        queue_datas = tuple(spec.QueueData(name, queues) for name in self.names)
+        self.counter_start = data.draw(COUNTER_STARTS, label="round-robin start")
+        worst_start = data.draw(COUNTER_STARTS, label="whichItemWorst start")
+        self.producer = self.cluster.producer(
+            "PG", send_latency_fault_enable=config["producer.sendLatencyFaultEnable"],
+            retry_times_when_send_failed=config["producer.retryTimesWhenSendFailed"],
+            retry_times_when_send_async_failed=config["producer.retryTimesWhenSendAsyncFailed"],
+            retry_another_broker_when_not_store_ok=config["producer.retryAnotherBrokerWhenNotStoreOK"],
+            send_msg_timeout_ms=config["producer.sendMsgTimeout"])
+        queue_datas = tuple(spec.QueueData(name, write_queues, config["topic.perm"]) for name in self.names)
         expected = spec.publish_queues(TOPIC, queue_datas, frozenset(self.names))
-        for index, fault_enable in enumerate((False, True)):
-            producer = self.cluster.producer(
-                f"PG{index}", send_latency_fault_enable=fault_enable, retry_times_when_send_failed=retry_times[index],
-                retry_times_when_send_async_failed=async_retry_times[index],
-                retry_another_broker_when_not_store_ok=retry_another[index])
-            route = producer.fetch_publish_queues(TOPIC)
-            assert tuple(route) == expected, f"SEND-22: publish queues {route} != spec {expected}"
-            config = spec.Config(
-                CommunicationMode.SYNC, fault_enable, retry_another[index], timeout_ms=DEFAULT_SEND_MSG_TIMEOUT_MS,
-                retry_times=retry_times[index], async_retry_times=async_retry_times[index], queue_datas=queue_datas,
-            )
-            tracked = Tracked(f"producer {index}", producer, config, counters[2 * index])
-            producer.fault_strategy.tolerance.which_item_worst.value = counters[2 * index + 1]
-            self._sync_info(tracked)
-            self.tracked.append(tracked)
+        route = self.producer.fetch_publish_queues(TOPIC)
+        assert tuple(route) == expected, f"SEND-22: publish queues {route} != spec {expected}"
+        self.spec_config = spec.Config(
+            CommunicationMode.SYNC, config["producer.sendLatencyFaultEnable"],
+            config["producer.retryAnotherBrokerWhenNotStoreOK"], timeout_ms=config["producer.sendMsgTimeout"],
+            retry_times=config["producer.retryTimesWhenSendFailed"],
+            async_retry_times=config["producer.retryTimesWhenSendAsyncFailed"], queue_datas=queue_datas,
+        )
+        self.producer.fault_strategy.tolerance.which_item_worst.value = worst_start
+        self._sync_info()
 
     def teardown(self) -> None:
         if self.cluster is not None:
             self.cluster.close()
 
-    @staticmethod
-    def _sync_info(tracked: Tracked) -> None:
+    def _sync_info(self) -> None:
         """Take the producer's TopicPublishInfo; a new one (a new route) starts its counter afresh (SEND-11)."""
-        info = tracked.producer.publish_info[TOPIC]
-        if info is not tracked.info:
+        info = self.producer.publish_info[TOPIC]
+        if info is not self.info:
             if info.index.value is None:
-                info.index.value = tracked.counter_start
-            if tracked.state is not None:
-                tracked.state = attrs.evolve(tracked.state, counter=info.index.value, queues=tuple(info.queues))
-            tracked.info = info
+                info.index.value = self.counter_start
+            if self.spec is not None:
+                self.spec.state = attrs.evolve(self.state, counter=info.index.value, queues=tuple(info.queues))
+            self.info = info
 
     # ------------------------------------------------------------------------------------------------ faults
     def _broker(self, index: int) -> str:
         """A broker by index; index 3 is every broker (``*``)."""
         return "*" if index == 3 else self.names[index % len(self.names)]
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 3), code=st.sampled_from(RETRIED_CODES), times=st.integers(1, 4))
     def broker_answers_retried_error(self, broker: int, code: ResponseCode, times: int) -> None:
         """The broker answers its next SEND requests with a code of retryResponseCodes, without storing (SEND-4)."""
         self.cluster.faults.fail(self._broker(broker), "SEND_MESSAGE", code=int(code), times=times)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 3), code=st.sampled_from(OTHER_CODES), times=st.integers(1, 4))
     def broker_answers_other_error(self, broker: int, code: ResponseCode, times: int) -> None:
         """The broker answers its next SEND requests with a code that is never retried (SEND-4, SEND-7)."""
         self.cluster.faults.fail(self._broker(broker), "SEND_MESSAGE", code=int(code), times=times)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 2), status=st.sampled_from(NOT_OK), times=st.integers(1, 3))
     def broker_answers_not_ok(self, broker: int, status: SendStatus, times: int) -> None:
         """The broker stores the next messages but answers a non-OK SendStatus (SEND-5, SEND-6)."""
         self.statuses[self.names[broker % len(self.names)]].pending.extend([status] * times)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 3), times=st.integers(1, 4), response=st.booleans())
     def requests_lost(self, broker: int, times: int, response: bool) -> None:
         """The next SEND requests (or their responses) are lost: the attempt times out (SEND-2, SEND-3, SEND-7)."""
         self.cluster.faults.drop(self._broker(broker), "SEND_MESSAGE", times=times, response=response)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 3), ms=st.sampled_from(DELAYS), times=st.integers(1, 4))
     def requests_delayed(self, broker: int, ms: int, times: int) -> None:
         """The next SEND round trips take 2 * (1 + ms) ms: fault items by the latency table (SEND-14, SEND-15)."""
         self.cluster.faults.delay(self._broker(broker), "SEND_MESSAGE", ms=ms, times=times)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(broker=st.integers(0, 3), times=st.integers(1, 3))
     def connection_closes(self, broker: int, times: int) -> None:
         """The connection closes under the next SEND requests: a remoting failure (SEND-3, SEND-7)."""
         self.cluster.faults.disconnect(self._broker(broker), "SEND_MESSAGE", times=times)
 
+    @precondition(lambda self: self.cluster is not None)
     @rule(ms=st.sampled_from(WAITS))
     def time_passes(self, ms: int) -> None:
-        """Time passes between sends: fault items expire (SEND-16); the counters and table stay (SEND-20)."""
+        """Time passes between sends: fault items expire (SEND-16); the counters and table stay (SEND-20). The spec
+        takes the time as ``TimePasses`` when the next send starts."""
         self.cluster.advance(ms)
 
     # ------------------------------------------------------------------------------------------------ sends
-    @rule(producer=st.integers(0, 1))
-    def send_sync(self, producer: int) -> None:
+    @precondition(lambda self: self.cluster is not None)
+    @rule()
+    def send_sync(self) -> None:
         """``send(msg)``: up to 1 + retryTimesWhenSendFailed attempts in one budget (SEND-1..6, SEND-10)."""
-        self._send(self.tracked[producer], CommunicationMode.SYNC)
+        self._send(CommunicationMode.SYNC)
 
-    @rule(producer=st.integers(0, 1))
-    def send_async(self, producer: int) -> None:
+    @precondition(lambda self: self.cluster is not None)
+    @rule()
+    def send_async(self) -> None:
         """``send(msg, callback)``: transport failures retried from the callback (SEND-1, SEND-7, SEND-8)."""
-        self._send(self.tracked[producer], CommunicationMode.ASYNC)
+        self._send(CommunicationMode.ASYNC)
 
-    @rule(producer=st.integers(0, 1))
-    def send_oneway(self, producer: int) -> None:
+    @precondition(lambda self: self.cluster is not None)
+    @rule()
+    def send_oneway(self) -> None:
         """``sendOneway(msg)``: one attempt, no answer (SEND-9)."""
-        self._send(self.tracked[producer], CommunicationMode.ONEWAY)
+        self._send(CommunicationMode.ONEWAY)
 
-    def _send(self, tracked: Tracked, mode: CommunicationMode) -> None:
-        """One send in ``mode``, replayed through the spec attempt by attempt."""
+    def _send(self, mode: CommunicationMode) -> None:
+        """One send in ``mode``: the spec begins it (driven), then the implementation's attempts are observed."""
         cluster = self.cluster
-        self._sync_info(tracked)
+        assert cluster is not None
+        self._sync_info()
         self.sends += 1
         start = cluster.now_ms()
-        producer = tracked.producer
-        counters = (tracked.info.index.value, producer.fault_strategy.tolerance.which_item_worst.value)
+        self._begin(mode, start)
         first_event = len(cluster.events.events)
         msg = Message(TOPIC, f"m{self.sends}".encode())
         value: Any = None
         error: BaseException | None = None
         try:
             if mode is CommunicationMode.SYNC:
-                value = producer.send(msg)
+                value = self.producer.send(msg)
             elif mode is CommunicationMode.ASYNC:
-                value = cluster.runtime.wait(producer.send_async(msg))
+                value = cluster.runtime.wait(self.producer.send_async(msg))
             else:
-                value = producer.send_oneway(msg)
+                value = self.producer.send_oneway(msg)
         except (MQClientError, MQBrokerError, RemotingError) as failure:
             error = failure
         answered = cluster.now_ms()
         events = [e for e in cluster.events.events[first_event:]
-                  if isinstance(e, (SendAttempt, SendResultEvent)) and e.node == producer.client_id]
-        self._replay(tracked, mode, start, counters, events, Sent(mode, value, error, answered))
+                  if isinstance(e, (SendAttempt, SendResultEvent)) and e.node == self.producer.client_id]
+        self._replay(mode, start, events, Sent(mode, value, error, answered))
 
-    @classmethod
-    def _begin(cls, tracked: Tracked, mode: CommunicationMode, start: int, counters: tuple[int, int]
-               ) -> spec.SendState:
-        config = attrs.evolve(tracked.config, mode=mode)
-        state = tracked.state
-        if state is None:
-            return spec.SendState(config, tuple(tracked.info.queues), (), counters[0], counters[1],
-                                  now_ms=start, started_ms=start)
-        assert state.done, "the previous send is still pending in the spec"
-        state = attrs.evolve(state, config=config)
-        if start > state.now_ms:
-            state = cls._step(state, spec.TimePasses(start - state.now_ms), "time between sends")
-        return cls._step(state, spec.NewSend(), "a new send (SEND-20)")
+    def _begin(self, mode: CommunicationMode, start: int) -> None:
+        """The spec's side of a new send: the first one starts the machine with the producer's counters; a later
+        one lets the time since the last send pass and starts a new send (SEND-20)."""
+        config = attrs.evolve(self.spec_config, mode=mode)
+        if self.spec is None:
+            tolerance = self.producer.fault_strategy.tolerance
+            self.begin(spec.SendState(config, tuple(self.info.queues), (), self.info.index.value,
+                                      tolerance.which_item_worst.value, now_ms=start, started_ms=start))
+            return
+        if not self.state.done:
+            self.fail("the previous send is still pending in the spec")
+        self.spec.state = attrs.evolve(self.state, config=config)
+        if start > self.state.now_ms:
+            self.drive(spec.TimePasses(start - self.state.now_ms), "time between sends")
+        self.drive(spec.NewSend(), f"{mode.value} send {self.sends}")
 
-    @staticmethod
-    def _step(state: spec.SendState, action: spec.Action, what: str) -> spec.SendState:
-        assert spec.enabled(state, action), (
-            f"{what}: the implementation did {action!r}, which the spec does not allow in {state!r}")
-        return spec.step(state, action)
-
-    def _replay(self, tracked: Tracked, mode: CommunicationMode, start: int, counters: tuple[int, int],
-                events: list[Any], sent: Sent) -> None:
-        state = self._begin(tracked, mode, start, counters)
+    def _replay(self, mode: CommunicationMode, start: int, events: list[Any], sent: Sent) -> None:
         attempt_ts = start
         for event in events:
+            state = self.state
             if isinstance(event, SendAttempt):
-                assert not state.done, (
-                    f"SEND-1/SEND-21: attempt {event.attempt} to {event.broker} after the spec ended the send with "
-                    f"{state.outcome!r} after {state.attempts} attempt(s)")
-                assert state.in_flight is None, f"SEND-21: a new attempt while {state.in_flight} is in flight"
-                assert event.ts_ms == state.now_ms, (
-                    f"SEND-2: attempt {event.attempt} starts at +{event.ts_ms - start} ms, spec clock at "
-                    f"+{state.now_ms - start} ms")
-                state = self._select(state, mode, event)
+                if state.done:
+                    self.fail(f"SEND-1/SEND-21: attempt {event.attempt} to {event.broker} after the spec ended the "
+                              f"send with {state.outcome!r} after {state.attempts} attempt(s)")
+                if state.in_flight is not None:
+                    self.fail(f"SEND-21: a new attempt while {state.in_flight} is in flight")
+                if event.ts_ms != state.now_ms:
+                    self.fail(f"SEND-2: attempt {event.attempt} starts at +{event.ts_ms - start} ms, spec clock at "
+                              f"+{state.now_ms - start} ms")
+                self._select(mode, event)
                 attempt_ts = event.ts_ms
                 continue
             latency = event.ts_ms - attempt_ts
             if (mode is CommunicationMode.ASYNC and event.status == "ERROR" and event.code is None
                     and (event.error or "").startswith(RemotingTooMuchRequestError.__name__)):
                 # An ASYNC retry over budget sends nothing: the spec's selection already failed it (SEND-7).
-                assert state.in_flight is None and state.requests < state.attempts, (
-                    f"SEND-7: an ASYNC retry over budget, but the spec sent attempt {state.attempts}")
-                assert not event.final or state.done, "SEND-10: the implementation gave up before the spec"
+                if not (state.in_flight is None and state.requests < state.attempts):
+                    self.fail(f"SEND-7: an ASYNC retry over budget, but the spec sent attempt {state.attempts}")
+                if event.final and not state.done:
+                    self.fail("SEND-10: the implementation gave up before the spec")
                 continue
-            action = self._outcome_action(event, latency)
-            state = self._step(state, action, f"attempt {event.attempt} on {event.broker}")
-            if state.done:
-                assert event.final, (
-                    f"{_ending_clauses(state)}: the spec ends the send at attempt {event.attempt} (limit "
-                    f"{state.config.limit}) with {state.outcome!r}; the implementation goes on")
-        if not state.done and state.in_flight is None:
+            self.observe(self._outcome_action(event, latency), f"attempt {event.attempt} on {event.broker}")
+            if self.state.done and not event.final:
+                self.fail(f"{_ending_clauses(self.state)}: the spec ends the send at attempt {event.attempt} (limit "
+                          f"{self.state.config.limit}) with {self.state.outcome!r}; the implementation goes on")
+        if not self.state.done and self.state.in_flight is None:
             # A SYNC loop that selected a queue but found the budget spent makes no attempt (SEND-2).
-            state = self._unobserved_selection(tracked, state)
-        assert state.done, (
-            f"SEND-1/SEND-3/SEND-4: the implementation stopped after {state.attempts} attempt(s) but the spec "
-            f"would go on: {state!r}")
-        tracked.state = state
+            counter = self.info.index.value
+            allowed = sorted(spec.selections(self.state), key=lambda s: (s.counter != counter, s.queue))
+            self.observe(spec.SelectQueue(allowed[0].queue), "a selection over budget")
+        state = self.state
+        if not state.done:
+            self.fail(f"SEND-1/SEND-3/SEND-4: the implementation stopped after {state.attempts} attempt(s) but the "
+                      "spec would go on")
         if mode is CommunicationMode.SYNC:
             # Each attempt waits only for what is left of the budget, so the caller has its answer (a result or the
             # failure) within it, whatever the attempts met (SEND-2, on the answer).
             spent = sent.answered_ms - start
-            assert spent <= state.config.timeout_ms, (
-                f"SEND-2: the caller got its answer {spent} ms into the send, past the {state.config.timeout_ms} ms "
-                f"budget ({state.attempts} attempt(s))")
-        self._check_outcome(state, sent)
-        self._check_selector_state(tracked, state)
+            if spent > state.config.timeout_ms:
+                self.fail(f"SEND-2: the caller got its answer {spent} ms into the send, past the "
+                          f"{state.config.timeout_ms} ms budget ({state.attempts} attempt(s))")
+        problem = _outcome_problem(state, sent)
+        if problem:
+            self.fail(problem)
 
-    def _select(self, state: spec.SendState, mode: CommunicationMode, event: SendAttempt) -> spec.SendState:
+    def _select(self, mode: CommunicationMode, event: SendAttempt) -> None:
+        state = self.state
         allowed = spec.selections(state)
         if mode is CommunicationMode.ASYNC and state.attempts > 0:
             # The callback resends the first request: only the broker shows (SEND-8).
-            assert event.queue_id == state.first_queue_id, (
-                f"SEND-8: ASYNC retry to queue id {event.queue_id}, first request used {state.first_queue_id}")
+            if event.queue_id != state.first_queue_id:
+                self.fail(f"SEND-8: ASYNC retry to queue id {event.queue_id}, first request used "
+                          f"{state.first_queue_id}")
             matching = [s for s in allowed if s.queue.broker_name == event.broker]
-            assert matching, (
-                f"SEND-13/SEND-17/SEND-20: ASYNC retry on {event.broker}; the selector allows "
-                f"{sorted({s.queue.broker_name for s in allowed})} (last broker {state.last})")
+            if not matching:
+                self.fail(f"SEND-13/SEND-17/SEND-20: ASYNC retry on {event.broker}; the selector allows "
+                          f"{sorted({s.queue.broker_name for s in allowed})} (last broker {state.last})")
             queue = min(matching, key=lambda s: s.queue).queue
         else:
             queue = MessageQueue(TOPIC, event.broker, event.queue_id)
-            assert any(s.queue == queue for s in allowed), (
-                f"SEND-12/SEND-13/SEND-17/SEND-18: attempt {event.attempt} chose {queue}; the selector allows "
-                f"{sorted(s.queue for s in allowed)} (counter {state.counter}, last {state.last}, "
-                f"faults {state.faults})")
-        return self._step(state, spec.SelectQueue(queue), f"attempt {event.attempt}")
-
-    def _unobserved_selection(self, tracked: Tracked, state: spec.SendState) -> spec.SendState:
-        counter = tracked.info.index.value
-        allowed = sorted(spec.selections(state), key=lambda s: (s.counter != counter, s.queue))
-        return self._step(state, spec.SelectQueue(allowed[0].queue), "a selection over budget")
+            if not any(s.queue == queue for s in allowed):
+                self.fail(f"SEND-12/SEND-13/SEND-17/SEND-18: attempt {event.attempt} chose {queue}; the selector "
+                          f"allows {sorted(s.queue for s in allowed)} (counter {state.counter}, last {state.last}, "
+                          f"faults {state.faults})")
+        self.observe(spec.SelectQueue(queue), f"attempt {event.attempt}")
 
     @staticmethod
     def _outcome_action(event: SendResultEvent, latency: int) -> spec.Action:
@@ -365,58 +368,67 @@ class SendRetryMachine(RuleBasedStateMachine):
             return spec.BrokerErrorResponse(latency, event.code)
         return spec.AttemptFailed(latency, _failure_kind(event))
 
-    @staticmethod
-    def _check_outcome(state: spec.SendState, sent: Sent) -> None:
-        out, error = state.outcome, sent.error
-        where = f"spec outcome {out!r} after {state.attempts} attempt(s), caller got {sent.value!r} / {error!r}"
-        if out.kind is spec.OutcomeKind.SENT:
-            assert error is None, f"SEND-6/SEND-10: {where}"
-            if sent.mode is CommunicationMode.ONEWAY:
-                assert sent.value is None, f"SEND-9: {where}"
-            else:
-                assert sent.value is not None and sent.value.status is out.status, f"SEND-5/SEND-6: {where}"
-            return
-        assert error is not None, f"SEND-4/SEND-10: {where}"
-        if out.failure is spec.Failure.TIMEOUT and not out.exhausted:
-            assert isinstance(error, RemotingTooMuchRequestError), f"SEND-2: {where}"
-        elif out.failure is spec.Failure.BROKER and not out.exhausted:
-            assert isinstance(error, MQBrokerError) and error.code == out.code, f"SEND-4/SEND-7: {where}"
-        elif sent.mode is CommunicationMode.ASYNC:
-            # onException gets the last failure itself (SEND-10).
-            assert not isinstance(error, MQBrokerError), f"SEND-7/SEND-10: {where}"
-            if out.failure is spec.Failure.TIMEOUT:
-                assert isinstance(error, RemotingTooMuchRequestError), f"SEND-7: {where}"
-        else:
-            assert isinstance(error, MQClientError) and error.message.startswith(f"Send [{state.attempts}] times"), (
-                f"SEND-10: {where}")
-            if out.failure is spec.Failure.BROKER:
-                assert error.code == out.code, f"SEND-10: {where}"
+    # ------------------------------------------------------------------------------------------------ projections
+    def project_spec(self) -> dict[str, Any]:
+        """SEND-11, SEND-12, SEND-13, SEND-17: the round-robin counter; SEND-18: whichItemWorst; SEND-14, SEND-15,
+        SEND-16, SEND-19: the fault table as (latency, start - now) per broker."""
+        state = self.state
+        return {
+            COUNTER: state.counter,
+            WORST: state.worst_counter,
+            FAULTS: {i.broker_name: (i.latency_ms, i.start_ms - state.now_ms) for i in state.faults},
+        }
 
-    @staticmethod
-    def _check_selector_state(tracked: Tracked, state: spec.SendState) -> None:
-        tolerance = tracked.producer.fault_strategy.tolerance
-        assert tracked.info.index.value == state.counter, (
-            f"SEND-11/SEND-12/SEND-13/SEND-17: {tracked.label}'s round-robin counter {tracked.info.index.value}, "
-            f"spec {state.counter}")
-        assert tolerance.which_item_worst.value == state.worst_counter, (
-            f"SEND-18: whichItemWorst {tolerance.which_item_worst.value}, spec {state.worst_counter}")
-        actual = {n: (i.current_latency, i.start_timestamp - state.now_ms) for n, i in tolerance.items.items()}
-        expected = {i.broker_name: (i.latency_ms, i.start_ms - state.now_ms) for i in state.faults}
-        assert actual == expected, (
-            f"SEND-14/SEND-15/SEND-19: fault table (latency, start - now) {actual}, spec {expected}")
+    def project_system(self) -> dict[str, Any]:
+        tolerance = self.producer.fault_strategy.tolerance
+        now = self.state.now_ms
+        return {
+            COUNTER: self.info.index.value,
+            WORST: tolerance.which_item_worst.value,
+            FAULTS: {n: (i.current_latency, i.start_timestamp - now) for n, i in tolerance.items.items()},
+        }
 
     @precondition(lambda self: self.cluster is not None)
     @invariant()
     def fault_items_only_when_enabled(self) -> None:
         """SEND-14: without sendLatencyFaultEnable no fault item is ever recorded."""
-        for tracked in self.tracked:
-            if not tracked.config.fault_enabled:
-                assert not tracked.producer.fault_strategy.tolerance.items, (
-                    f"SEND-14: fault items of {tracked.label}, whose sendLatencyFaultEnable is off")
+        if not self.config["producer.sendLatencyFaultEnable"] and self.producer.fault_strategy.tolerance.items:
+            self.fail("SEND-14: fault items recorded with sendLatencyFaultEnable off")
 
 
-SendRetryMachine.TestCase.settings = stateful_settings(60, 40)
-TestSendRetry = SendRetryMachine.TestCase
+def _outcome_problem(state: spec.SendState, sent: Sent) -> str:
+    """What differs between the spec's outcome of a send and what its caller got ("" when they agree)."""
+    out, error = state.outcome, sent.error
+    where = f"spec outcome {out!r} after {state.attempts} attempt(s), caller got {sent.value!r} / {error!r}"
+    if out.kind is spec.OutcomeKind.SENT:
+        if error is not None:
+            return f"SEND-6/SEND-10: {where}"
+        if sent.mode is CommunicationMode.ONEWAY:
+            return "" if sent.value is None else f"SEND-9: {where}"
+        ok = sent.value is not None and sent.value.status is out.status
+        return "" if ok else f"SEND-5/SEND-6: {where}"
+    if error is None:
+        return f"SEND-4/SEND-10: {where}"
+    if out.failure is spec.Failure.TIMEOUT and not out.exhausted:
+        return "" if isinstance(error, RemotingTooMuchRequestError) else f"SEND-2: {where}"
+    if out.failure is spec.Failure.BROKER and not out.exhausted:
+        ok = isinstance(error, MQBrokerError) and error.code == out.code
+        return "" if ok else f"SEND-4/SEND-7: {where}"
+    if sent.mode is CommunicationMode.ASYNC:
+        # onException gets the last failure itself (SEND-10).
+        if isinstance(error, MQBrokerError):
+            return f"SEND-7/SEND-10: {where}"
+        if out.failure is spec.Failure.TIMEOUT and not isinstance(error, RemotingTooMuchRequestError):
+            return f"SEND-7: {where}"
+        return ""
+    if not (isinstance(error, MQClientError) and error.message.startswith(f"Send [{state.attempts}] times")):
+        return f"SEND-10: {where}"
+    if out.failure is spec.Failure.BROKER and error.code != out.code:
+        return f"SEND-10: {where}"
+    return ""
+
+
+test_send_retry_machine = machine_test(SendRetryMachine, 60, 40)
 
 
 # ---------------------------------------------------------------------------------------------------- mutants
@@ -458,7 +470,45 @@ MUTANTS = {
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_is_caught(name: str) -> None:
     module, old, new, clauses = MUTANTS[name]
-    with refimpl_mutant(module, old, new):
-        failure = hypothesis_finds_failure(SendRetryMachine, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)
-    text = failure_text(failure)
-    assert any(clause in text for clause in clauses), f"{name}: failure names none of {clauses}: {text}"
+    variant_caught(SendRetryMachine, module, old, new, clauses, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)
+
+
+
+# ------------------------------------------------------------------------------------------ configuration variants
+# For each dimension the machine draws, a broken copy that only a non-default value of it reveals: the machine catches
+# it, and the machine with that dimension pinned to its default does not (slow: two searches each).
+VARIANTS = {
+    "topology.brokers": (
+        route_module, "for qd in sorted(route.queue_datas, key=lambda q: java_string_key(q.broker_name)):",
+        "for qd in sorted(route.queue_datas, key=lambda q: java_string_key(q.broker_name))[::-1]:", ("SEND-22",)),
+    "topic.queueNums": (route_module, "for i in range(qd.write_queue_nums))\n    return queues",
+                        "for i in range(qd.read_queue_nums))\n    return queues", ("SEND-22",)),
+    "topic.perm": (route_module, "        if not is_writeable(qd.perm):\n            continue\n        bd",
+                   "        if qd.perm != 6:\n            continue\n        bd", ("SEND-22",)),
+    "producer.retryTimesWhenSendFailed": (
+        sending_module, "self.times_total = 1 + self.p.config.retry_times_when_send_failed", "self.times_total = 3",
+        ("SEND-1", "SEND-10")),
+    "producer.retryTimesWhenSendAsyncFailed": (
+        sending_module, "if need_retry and self.times <= self.p.config.retry_times_when_send_async_failed:",
+        "if need_retry and self.times <= 2:", ("SEND-1", "SEND-7", "SEND-10")),
+    "producer.retryAnotherBrokerWhenNotStoreOK": (
+        sending_module, "SendStatus.SEND_OK and self.p.config.retry_another_broker_when_not_store_ok:",
+        "SendStatus.SEND_OK and False:", ("SEND-1", "SEND-6")),
+    "producer.sendLatencyFaultEnable": (
+        producer_module, "MQFaultStrategy(self.runtime, enabled=config.send_latency_fault_enable,",
+        "MQFaultStrategy(self.runtime, enabled=False,", ("SEND-14", "SEND-17")),
+    "producer.sendMsgTimeout": (
+        producer_module, "return self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms",
+        "return 3000 if timeout_ms is None else timeout_ms", ("SEND-2", "SEND-3")),
+}
+
+
+def test_every_dimension_has_a_variant() -> None:
+    assert set(VARIANTS) == set(SendRetryMachine.DIMENSIONS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dimension", sorted(VARIANTS))
+def test_variant_needs_a_non_default_configuration(dimension: str) -> None:
+    module, old, new, clauses = VARIANTS[dimension]
+    variant_needs(SendRetryMachine, dimension, module, old, new, clauses, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)

@@ -33,9 +33,11 @@ from rocketspec.spec.send_retry.invariants import (
 )
 from rocketspec.spec.send_retry.machine import (
     PENDING,
+    TRANSITIONS,
     Action,
     AttemptAnswered,
     AttemptFailed,
+    Bounds,
     BrokerErrorResponse,
     Config,
     NewSend,
@@ -80,9 +82,11 @@ __all__ = [
     "INVARIANTS",
     "PENDING",
     "STEP_INVARIANTS",
+    "TRANSITIONS",
     "Action",
     "AttemptAnswered",
     "AttemptFailed",
+    "Bounds",
     "BrokerErrorResponse",
     "Config",
     "Failure",

@@ -11,9 +11,11 @@ from rocketspec.spec.protocol import (
     SendStatus,
 )
 from rocketspec.spec.send_retry.machine import (
+    TRANSITIONS,
     Action,
     AttemptAnswered,
     AttemptFailed,
+    Bounds,
     BrokerErrorResponse,
     Config,
     NewSend,
@@ -21,13 +23,8 @@ from rocketspec.spec.send_retry.machine import (
     OutcomeKind,
     SelectQueue,
     SendState,
-    TimePasses,
-    enabled,
-    selections,
-    step,
 )
 from rocketspec.spec.send_retry.oracles import (
-    ATTEMPT_FAILURES,
     Failure,
     FaultItem,
     FaultTable,
@@ -268,26 +265,6 @@ STEP_INVARIANTS: tuple[StepInvariant[SendState, Action], ...] = (
 _TOPIC = "TopicTest"
 
 
-def _candidate_actions(
-    state: SendState,
-    latencies: tuple[int, ...],
-    statuses: tuple[SendStatus, ...],
-    codes: tuple[int, ...],
-    wait_ms: int,
-) -> list[Action]:
-    """Every action of the bounds, whatever the phase: ``enabled`` decides which can happen."""
-    actions: list[Action] = [NewSend()]
-    if wait_ms > 0 and state.faults:
-        # Time between sends matters only to fault items.
-        actions.append(TimePasses(wait_ms))
-    actions.extend(SelectQueue(s.queue) for s in selections(state))
-    for latency in latencies:
-        actions.extend(AttemptAnswered(latency, status) for status in (None, *statuses))
-        actions.extend(BrokerErrorResponse(latency, code) for code in codes)
-        actions.extend(AttemptFailed(latency, kind) for kind in ATTEMPT_FAILURES)
-    return actions
-
-
 def model(
     profile: VersionProfile = DEFAULT_PROFILE,
     brokers: tuple[str, ...] = ("broker-a", "broker-b"),
@@ -333,24 +310,16 @@ def model(
                     for counter in counters:
                         initial.append(SendState(cfg, queues, table, counter, counter))
 
-    def actions(state: SendState) -> list[Action]:
-        acts = _candidate_actions(state, latencies, statuses, codes, wait_ms)
-        if state.sends >= max_sends:
-            return [a for a in acts if not isinstance(a, NewSend | TimePasses)]
-        return acts
-
-    return Model(
-        area="send_retry",
-        bounds=(
+    bounds = Bounds(latencies, statuses, codes, wait_ms, max_sends)
+    return TRANSITIONS.model(
+        bounds,
+        (
             f"{len(brokers)} brokers x {queues_per_broker} queues, modes {'/'.join(m.value for m in modes)}, "
             f"fault tolerance off/on, retryAnotherBroker off/on, {max_sends} sends, "
             f"latencies {latencies} ms, budget {timeout_ms} ms, wait {wait_ms} ms"
             f", counters {counters}, {profile}"
         ),
-        initial=tuple(initial),
-        actions=actions,
-        enabled=enabled,
-        step=step,
-        invariants=INVARIANTS,
-        step_invariants=STEP_INVARIANTS,
+        initial,
+        INVARIANTS,
+        STEP_INVARIANTS,
     )

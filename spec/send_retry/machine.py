@@ -6,7 +6,6 @@ import enum
 
 import attrs
 
-from rocketspec.spec.explorer import require_enabled
 from rocketspec.spec.protocol import (
     DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK,
     DEFAULT_RETRY_RESPONSE_CODES,
@@ -14,6 +13,7 @@ from rocketspec.spec.protocol import (
     DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED,
     DEFAULT_SEND_MSG_TIMEOUT_MS,
     CommunicationMode,
+    ResponseCode,
     SendStatus,
 )
 from rocketspec.spec.queues import MessageQueue
@@ -34,6 +34,7 @@ from rocketspec.spec.send_retry.oracles import (
     send_status_of,
     status_retried,
 )
+from rocketspec.spec.transitions import Transition, TransitionTable
 from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
 
 # ---------------------------------------------------------------------------------------------------------
@@ -189,36 +190,40 @@ def _awaiting_selection(state: SendState) -> bool:
     return not state.done and state.in_flight is None
 
 
-@CLAUSES.oracle("SEND-9", "SEND-21", "SEND-7")
-def enabled(state: SendState, action: Action) -> bool:
-    """Whether ``action`` can happen in ``state``.
+def _new_send_enabled(state: SendState, action: NewSend) -> bool:
+    return state.done
 
-    A queue is selected only while the send is pending with nothing in flight (SEND-21), and only a queue the
-    selector can give; outcomes only for an attempt in flight: ONEWAY gets no response (SEND-9), and in ASYNC
-    mode an unknown broker address (CLIENT) can only fail the first attempt (SEND-7). Time passes and new
-    sends start only between sends.
-    """
-    cfg = state.config
-    if isinstance(action, NewSend):
-        return state.done
-    if isinstance(action, TimePasses):
-        return state.done and not state.waited and action.ms > 0
-    if isinstance(action, SelectQueue):
-        return _awaiting_selection(state) and _selection_for(state, action.queue) is not None
-    if state.done or state.in_flight is None:
+
+def _time_passes_enabled(state: SendState, action: TimePasses) -> bool:
+    return state.done and not state.waited and action.ms > 0
+
+
+def _select_enabled(state: SendState, action: SelectQueue) -> bool:
+    return _awaiting_selection(state) and _selection_for(state, action.queue) is not None
+
+
+def _in_flight(state: SendState) -> bool:
+    return not state.done and state.in_flight is not None
+
+
+def _answered_enabled(state: SendState, action: AttemptAnswered) -> bool:
+    return _in_flight(state) and (action.status is None) == (state.config.mode is CommunicationMode.ONEWAY)
+
+
+def _broker_error_enabled(state: SendState, action: BrokerErrorResponse) -> bool:
+    return (
+        _in_flight(state) and state.config.mode is not CommunicationMode.ONEWAY
+        and send_status_of(action.code) is None
+    )
+
+
+def _failed_enabled(state: SendState, action: AttemptFailed) -> bool:
+    if not _in_flight(state) or action.kind not in ATTEMPT_FAILURES:
         return False
-    if isinstance(action, AttemptAnswered):
-        return (action.status is None) == (cfg.mode is CommunicationMode.ONEWAY)
-    if isinstance(action, BrokerErrorResponse):
-        return cfg.mode is not CommunicationMode.ONEWAY and send_status_of(action.code) is None
-    if isinstance(action, AttemptFailed):
-        if action.kind not in ATTEMPT_FAILURES:
-            return False
-        # In ASYNC mode only the first attempt goes through sendKernelImpl, where an unknown broker address
-        # shows; the callback's retries cannot fail that way.
-        first = state.requests == 1
-        return action.kind is not Failure.CLIENT or cfg.mode is not CommunicationMode.ASYNC or first
-    return False
+    # In ASYNC mode only the first attempt goes through sendKernelImpl, where an unknown broker address
+    # shows; the callback's retries cannot fail that way.
+    first = state.requests == 1
+    return action.kind is not Failure.CLIENT or state.config.mode is not CommunicationMode.ASYNC or first
 
 
 def _record(state: SendState, broker_name: str, latency_ms: int, now_ms: int, isolation: bool) -> FaultTable:
@@ -242,8 +247,15 @@ def _retry_or_end(state: SendState, failure: Failure, code: int | None) -> SendS
     return _ran_out(state, failure, code)
 
 
-def _select(state: SendState, queue: MessageQueue) -> SendState:
+def _select(state: SendState, action: SelectQueue) -> SendState:
+    """A queue the selector can give is chosen while the send is pending with nothing in flight (SEND-21).
+
+    The selector's result is applied, then the budget check (SEND-2): over budget a SYNC send ends (with a held
+    result if any, SEND-6) and an ASYNC retry fails without a request (SEND-7); otherwise the request goes out,
+    an ASYNC retry keeping the first queue id (SEND-8), the first ASYNC dispatch recorded as a quick call (SEND-14).
+    """
     cfg = state.config
+    queue = action.queue
     selection = _selection_for(state, queue)
     assert selection is not None
     state = attrs.evolve(
@@ -281,6 +293,11 @@ def _select(state: SendState, queue: MessageQueue) -> SendState:
 
 
 def _answered(state: SendState, action: AttemptAnswered) -> SendState:
+    """The attempt in flight got a SendStatus (ONEWAY: was written, and gets none, SEND-9).
+
+    The latency is recorded (SEND-14); a non-OK status is held and retried on another broker when
+    retryAnotherBrokerWhenNotStoreOK is on and attempts remain (SEND-6); otherwise the send ends with it.
+    """
     cfg = state.config
     assert state.in_flight is not None
     now = state.now_ms + action.latency_ms
@@ -292,6 +309,11 @@ def _answered(state: SendState, action: AttemptAnswered) -> SendState:
 
 
 def _broker_error(state: SendState, action: BrokerErrorResponse) -> SendState:
+    """The attempt in flight got an error code (never in ONEWAY mode): recorded with isolation (SEND-14).
+
+    A code of retryResponseCodes in SYNC mode is retried while attempts remain (SEND-4, SEND-10); any other
+    code, and every code in ASYNC mode, ends the send, with the held result if there is one (SEND-6, SEND-7).
+    """
     cfg = state.config
     assert state.in_flight is not None
     now = state.now_ms + action.latency_ms
@@ -305,6 +327,12 @@ def _broker_error(state: SendState, action: BrokerErrorResponse) -> SendState:
 
 
 def _failed(state: SendState, action: AttemptFailed) -> SendState:
+    """The attempt in flight failed without a response (SEND-3, SEND-7).
+
+    A SYNC interruption is thrown at once; a retried failure is recorded with isolation (SEND-14) and retried
+    while attempts remain (SEND-3, SEND-10); in ASYNC mode an unknown broker address fails only the first attempt
+    (the guard: the callback's retries cannot fail that way, SEND-7).
+    """
     cfg = state.config
     assert state.in_flight is not None
     broker = state.in_flight.broker_name
@@ -328,32 +356,79 @@ def _failed(state: SendState, action: AttemptFailed) -> SendState:
     return _ran_out(state, action.kind, None)
 
 
-@CLAUSES.oracle(
-    "SEND-2", "SEND-3", "SEND-4", "SEND-6", "SEND-7", "SEND-8", "SEND-10", "SEND-14", "SEND-20", "SEND-21"
-)
-def step(state: SendState, action: Action) -> SendState:
-    """The state after ``action`` (which must be enabled).
+def _new_send(state: SendState, action: NewSend) -> SendState:
+    """Between sends the thread starts the next one: the previous broker is forgotten, the round-robin counters
+    and the fault table are kept (SEND-20); nothing else moves a finished send (SEND-21)."""
+    return attrs.evolve(
+        state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,
+        first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False,
+    )
 
-    Selecting applies the selector's result, then the budget check (SEND-2): over budget a SYNC send ends
-    (with a held result if any, SEND-6) and an ASYNC retry fails without a request (SEND-7); otherwise the
-    request goes out (ASYNC retries keep the first queue id, SEND-8). Outcomes record fault items (SEND-14)
-    and retry or end the send (SEND-3, SEND-4, SEND-6, SEND-7, SEND-10). A new send clears the previous
-    broker and keeps the counters and fault table (SEND-20); nothing else moves a finished send (SEND-21).
-    """
-    require_enabled(enabled, state, action, Action)
-    if isinstance(action, NewSend):
-        return attrs.evolve(
-            state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,
-            first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False,
-        )
-    if isinstance(action, TimePasses):
-        return attrs.evolve(state, now_ms=state.now_ms + action.ms, waited=True)
-    if isinstance(action, SelectQueue):
-        return _select(state, action.queue)
-    if isinstance(action, AttemptAnswered):
-        return _answered(state, action)
-    if isinstance(action, BrokerErrorResponse):
-        return _broker_error(state, action)
-    if isinstance(action, AttemptFailed):
-        return _failed(state, action)
-    raise TypeError(f"not an action: {action!r}")
+
+def _time_passes(state: SendState, action: TimePasses) -> SendState:
+    """Time passes once between two sends: fault items may expire before the next one (SEND-16, SEND-21)."""
+    return attrs.evolve(state, now_ms=state.now_ms + action.ms, waited=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Candidates: the actions worth trying under a model's bounds.
+
+
+@attrs.frozen
+class Bounds:
+    """What a model tries: the latencies of an answer, the statuses and error codes a broker answers, the time
+    that may pass between sends (0: none) and how many sends a producer thread makes."""
+
+    latencies: tuple[int, ...] = (0, DEFAULT_SEND_MSG_TIMEOUT_MS)
+    statuses: tuple[SendStatus, ...] = (SendStatus.SEND_OK, SendStatus.FLUSH_DISK_TIMEOUT)
+    codes: tuple[int, ...] = (int(ResponseCode.SYSTEM_ERROR), int(ResponseCode.SYSTEM_BUSY))
+    wait_ms: int = 60_000
+    max_sends: int = 2
+
+
+def _new_send_candidates(state: SendState, bounds: Bounds) -> tuple[NewSend, ...]:
+    return (NewSend(),) if state.sends < bounds.max_sends else ()
+
+
+def _time_passes_candidates(state: SendState, bounds: Bounds) -> tuple[TimePasses, ...]:
+    # Time between sends matters only to fault items.
+    return (TimePasses(bounds.wait_ms),) if bounds.wait_ms > 0 and state.faults and state.sends < bounds.max_sends \
+        else ()
+
+
+def _select_candidates(state: SendState, bounds: Bounds) -> list[SelectQueue]:
+    return [SelectQueue(s.queue) for s in sorted(selections(state), key=lambda s: s.queue)] \
+        if _awaiting_selection(state) else []
+
+
+def _answered_candidates(state: SendState, bounds: Bounds) -> list[AttemptAnswered]:
+    return [AttemptAnswered(latency, status) for latency in bounds.latencies for status in (None, *bounds.statuses)]
+
+
+def _broker_error_candidates(state: SendState, bounds: Bounds) -> list[BrokerErrorResponse]:
+    return [BrokerErrorResponse(latency, code) for latency in bounds.latencies for code in bounds.codes]
+
+
+def _failed_candidates(state: SendState, bounds: Bounds) -> list[AttemptFailed]:
+    return [AttemptFailed(latency, kind) for latency in bounds.latencies for kind in ATTEMPT_FAILURES]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The machine.
+
+TRANSITIONS: TransitionTable[SendState, Action, Bounds] = TransitionTable("send_retry", CLAUSES, (
+    Transition(NewSend, _new_send_enabled, _new_send, _new_send_candidates, ("SEND-20", "SEND-21")),
+    Transition(TimePasses, _time_passes_enabled, _time_passes, _time_passes_candidates, ("SEND-16", "SEND-21")),
+    Transition(SelectQueue, _select_enabled, _select, _select_candidates,
+               ("SEND-2", "SEND-6", "SEND-7", "SEND-8", "SEND-14", "SEND-21")),
+    Transition(AttemptAnswered, _answered_enabled, _answered, _answered_candidates, ("SEND-6", "SEND-9", "SEND-14")),
+    Transition(BrokerErrorResponse, _broker_error_enabled, _broker_error, _broker_error_candidates,
+               ("SEND-4", "SEND-6", "SEND-7", "SEND-10", "SEND-14")),
+    Transition(AttemptFailed, _failed_enabled, _failed, _failed_candidates,
+               ("SEND-3", "SEND-7", "SEND-10", "SEND-14")),
+))
+
+#: Whether an action can happen in a state (its transition's guard).
+enabled = TRANSITIONS.enabled
+#: The state after an enabled action (its transition's effect).
+step = TRANSITIONS.step
