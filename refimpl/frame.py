@@ -13,11 +13,13 @@ connection.
 
 from __future__ import annotations
 
+import decimal
 import json
 import struct
 from typing import Any
 
-from rocketspec.refimpl.remoting import RemotingCommand, header_text
+from rocketspec.refimpl.remoting import RemotingCommand
+from rocketspec.spec.java import INT_MAX, INT_MIN, big_decimal_int, big_decimal_text, parse_long
 from rocketspec.spec.protocol import MAX_FRAME_BYTES, LanguageCode, SerializeType
 
 _INT = struct.Struct(">i")
@@ -87,41 +89,62 @@ def _language_name(code: int) -> str:
 
 
 def _language_code(value: object) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        if value.isdecimal() and value.isascii():
-            return int(value)
+    """fastjson's reading of the ``LanguageCode`` enum: a name in any case or an ordinal; null, ``""`` or an unknown
+    name leave it null (OTHER here); an ordinal out of range, or a value of another type, fails the frame."""
+    if value is None or isinstance(value, str):
         try:
-            return int(LanguageCode[value.upper()])
+            return int(LanguageCode[value.upper()]) if value else int(LanguageCode.OTHER)
         except KeyError:
             return int(LanguageCode.OTHER)
-    return int(LanguageCode.OTHER)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(LanguageCode):
+        return value
+    raise FrameError(f"language {value!r} is no LanguageCode")
+
+
+def _json_text(value: object) -> str:
+    """fastjson's text of a parsed JSON value: a decimal as written (``BigDecimal.toString``), compact otherwise."""
+    if isinstance(value, decimal.Decimal):
+        return big_decimal_text(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _json_text(v) for k, v in value.items()) + "}"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _field_text(value: object) -> str:
-    if isinstance(value, (bool, int, str)):
-        return header_text(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value if isinstance(value, str) else _json_text(value)
 
 
-def _int(header: dict[str, Any], name: str, default: int = 0) -> int:
-    value = header.get(name, default)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, str, float)):
-        raise FrameError(f"header field {name!r} is not a number: {value!r}")
-    try:
-        return int(value)
-    except (ValueError, OverflowError):  # text, or JSON's Infinity / 1e400
-        raise FrameError(f"header field {name!r} is not a number: {value!r}") from None
+def _int(header: dict[str, Any], name: str) -> int:
+    """``TypeUtils.castToInt`` of a header field: null and ``""`` are 0, booleans 1 and 0, integers within an int,
+    decimals by ``BigDecimal.intValue`` (truncated, wrapped), text by ``Integer.parseInt``; anything else fails."""
+    value = header.get(name)
+    number: int | None
+    if value is None or value == "":
+        number = 0
+    elif isinstance(value, bool):
+        number = int(value)
+    elif isinstance(value, int):
+        number = value if INT_MIN <= value <= INT_MAX else None
+    elif isinstance(value, decimal.Decimal):
+        number = big_decimal_int(value)
+    elif isinstance(value, str):
+        number = parse_long(value, 32)
+    else:
+        number = None
+    if number is None:
+        raise FrameError(f"header field {name!r} is not an int: {value!r}")
+    return number
+
+
+def _no_constants(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _decode_json_header(data: bytes) -> dict[str, Any]:
     try:  # Java reads the bytes as UTF-8 with U+FFFD for a malformed sequence (checked on 4.9.8)
-        header = json.loads(data.decode("utf-8", "replace"))
+        header = json.loads(data.decode("utf-8", "replace"), parse_float=decimal.Decimal, parse_constant=_no_constants)
     except (ValueError, RecursionError) as error:
         raise FrameError(f"header is not JSON: {type(error).__name__}: {error}") from None
     if not isinstance(header, dict):

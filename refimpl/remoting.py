@@ -477,7 +477,8 @@ class Network:
         if "disconnect" in actions:
             self.runtime.call_later(self.latency_ms + extra, conn.close)
             return future
-        fail = next((r for r in rules if r.action == "fail"), None)
+        # A fail rule answers in the server's place, so never a frame the server takes for a response (WIRE-7).
+        fail = next((r for r in rules if r.action == "fail"), None) if not request.is_response else None
         if fail is not None:
             if not oneway:
                 response = request.response(fail.response_code, remark=fail.remark)
@@ -503,7 +504,15 @@ class Network:
     def _arrive_request(self, conn: _Connection, request: RemotingCommand, extra: int, drop_response: bool) -> None:
         if not conn.open:
             return
-        response = conn.server.server.handle(self.wire(request), conn.server_side)
+        arrived = self.wire(request)
+        if arrived.is_response:
+            # processMessageReceived: a frame with the response bit is the answer to one of the server's own requests
+            # under that opaque, never a request to process; one that matches nothing is dropped (WIRE-7).
+            future = conn.server_pending.pop(arrived.opaque, None)
+            if future is not None:
+                future.set_result(arrived)
+            return
+        response = conn.server.server.handle(arrived, conn.server_side)
         if response is not None and not request.is_oneway and not drop_response:
             self._deliver_response(conn, response, extra)
 
@@ -514,9 +523,11 @@ class Network:
     def _arrive_response(self, conn: _Connection, response: RemotingCommand) -> None:
         if not conn.open:
             return
+        # The frame is read whether or not a caller still waits for it; a late or second one is then dropped (WIRE-5).
+        arrived = self.wire(response)
         entry = conn.client.pending.pop(response.opaque, None)
         if entry is not None:
-            entry[1].set_result(self.wire(response))
+            entry[1].set_result(arrived)
 
     def _server_to_client(
         self,
@@ -567,6 +578,10 @@ class RemotingClient:
 
     def set_handler(self, handler: RequestHandler) -> None:
         self._endpoint.handler = handler
+
+    def waiting(self, opaque: int) -> bool:
+        """Whether a caller still waits for the response to the request sent under ``opaque`` (the response table)."""
+        return opaque in self._endpoint.pending
 
     def invoke(self, addr: str, request: RemotingCommand, timeout_ms: int, *, daemon: bool = False
                ) -> Future[RemotingCommand]:

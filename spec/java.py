@@ -8,6 +8,7 @@ code units. The spec's oracles and the reference implementation both use these, 
 
 from __future__ import annotations
 
+import decimal
 import functools
 import operator
 import re
@@ -112,3 +113,15 @@ def string_hash(text: str) -> int:
     units = utf16_units(text)
     h: int = sum(map(operator.mul, units, _powers_of_31(len(units)))) & 0xFFFFFFFF
     return h - 0x1_0000_0000 if h & 0x80000000 else h
+
+
+def big_decimal_text(value: decimal.Decimal) -> str:
+    """``BigDecimal.toString`` of a JSON decimal as fastjson keeps it: its digits and exponent as written
+    (``1.50``, ``1E+3``), with no negative zero (``-0.0`` is ``0.0``)."""
+    return str(value.copy_abs()) if value.is_zero() else str(value)
+
+
+def big_decimal_int(value: decimal.Decimal) -> int:
+    """``BigDecimal.intValue``: the integer part (toward zero), wrapped to a Java ``int`` (3e9 is -1294967296)."""
+    return int32(int(value.to_integral_value(rounding=decimal.ROUND_DOWN)))
+

@@ -138,6 +138,7 @@ class LockstepMachine(RuleBasedStateMachine):
         super().__init__()
         self.spec: Lockstep | None = None
         self.config: dict[str, Any] = {}
+        self.deferred: list[str] = []
 
     # -------------------------------------------------------------------------------------------- the run's start
     @classmethod
@@ -192,6 +193,15 @@ class LockstepMachine(RuleBasedStateMachine):
         context = self.spec.describe() if self.spec is not None else ""
         raise LockstepFailure(f"{message}\n{context}")
 
+    def fail_later(self, message: str) -> None:
+        """A failure seen inside the implementation's own callbacks (a hook on its network or clock), where raising
+        would reach the implementation's runtime and not the test: kept, and raised by the next :meth:`compare`."""
+        self.deferred.append(message)
+
+    def raise_deferred(self) -> None:
+        if self.deferred:
+            self.fail("\n".join(self.deferred))
+
     # -------------------------------------------------------------------------------------------- projections
     def project_spec(self) -> Mapping[str, Any]:
         """What a client can observe, as the spec's state says it must be: named parts."""
@@ -203,6 +213,7 @@ class LockstepMachine(RuleBasedStateMachine):
 
     def compare(self, where: str = "") -> None:
         """Both projections, part by part; a mismatch fails with every part that differs."""
+        self.raise_deferred()
         if self.spec is None:
             return
         expected, actual = self.project_spec(), self.project_system()

@@ -148,22 +148,34 @@ def test_json_language_is_written_as_its_name() -> None:
 
 
 def test_ext_field_values_of_any_json_type_become_text() -> None:
+    """fastjson's text of each value (checked on the 4.9.8 jar): decimals as written (2.0 stays 2.0), JSON else."""
     command = decode_json({"code": 10, "extFields": {
         "queueId": 3, "sysFlag": 0, "big": 12345678901234, "neg": -1, "ratio": 1.5, "whole": 2.0,
         "unitMode": False, "batch": True, "nothing": None, "nested": {"a": [1, "x"]}, "list": [1, 2], "text": "t",
     }})
     assert command.ext_fields == {
-        "queueId": "3", "sysFlag": "0", "big": "12345678901234", "neg": "-1", "ratio": "1.5", "whole": "2",
+        "queueId": "3", "sysFlag": "0", "big": "12345678901234", "neg": "-1", "ratio": "1.5", "whole": "2.0",
         "unitMode": "false", "batch": "true", "nested": '{"a":[1,"x"]}', "list": "[1,2]", "text": "t",
     }
 
 
 @pytest.mark.parametrize(("language", "expected"), [
     ("JAVA", LanguageCode.JAVA), ("CPP", LanguageCode.CPP), ("cpp", LanguageCode.CPP), ("RUST", LanguageCode.RUST),
-    (1, LanguageCode.CPP), (9, LanguageCode.GO), ("3", LanguageCode.PYTHON), ("COBOL", LanguageCode.OTHER),
+    (1, LanguageCode.CPP), (9, LanguageCode.GO), ("3", LanguageCode.OTHER), ("COBOL", LanguageCode.OTHER),
+    ("pYtHoN", LanguageCode.PYTHON), ("", LanguageCode.OTHER), (None, LanguageCode.OTHER),
 ])
 def test_language_as_name_or_number(language: object, expected: int) -> None:
+    """fastjson reads the enum by name in any case or by ordinal; a number as text is no name: null (OTHER here)."""
     assert decode_json({"code": 0, "language": language}).language == expected
+
+
+@pytest.mark.parametrize(("header", "code"), [
+    ({"code": True}, 1), ({"code": False}, 0), ({"code": None}, 0), ({"code": ""}, 0), ({"code": "+12"}, 12),
+    ({"code": "١٢"}, 12), ({"code": -1.5}, -1), ({"code": 3e9}, -1294967296), ({"code": 2147483647.9}, 2147483647),
+])
+def test_numbers_are_cast_as_fastjson_casts_them(header: dict[str, object], code: int) -> None:
+    """``TypeUtils.castToInt`` (checked on the 4.9.8 jar): booleans, null, numeric text, decimals wrapped."""
+    assert decode_json(header).code == code
 
 
 def test_missing_optional_header_fields_take_defaults() -> None:
@@ -273,7 +285,10 @@ BAD_FRAMES = {
     "JSON string": frame_of(b'"code"')[4:],
     "code not a number": frame_of(b'{"code": "ten"}')[4:],
     "code a list": frame_of(b'{"code": [10]}')[4:],
-    "code a boolean": frame_of(b'{"code": true}')[4:],
+    "code past an int": frame_of(b'{"code": 3000000000}')[4:],
+    "code with a space": frame_of(b'{"code": " 12"}')[4:],
+    "language out of range": frame_of(b'{"code": 10, "language": 99}')[4:],
+    "language a boolean": frame_of(b'{"code": 10, "language": true}')[4:],
     "code NaN": frame_of(b'{"code": NaN}')[4:],
     "opaque an object": frame_of(b'{"code": 10, "opaque": {}}')[4:],
     "extFields a list": frame_of(b'{"code": 10, "extFields": ["a"]}')[4:],

@@ -11,7 +11,7 @@ under opaques, the server answers, the client may give up waiting (timeout); its
 caller may ever see. Abstractions: one connection, at most :data:`MAX_OPAQUES` requests, payloads left out (the
 frame oracle covers them).
 
-The area is a package: ``clauses``, ``oracles``, ``machine`` (see ``docs/spec-authoring.md``);
+The area is a package: ``clauses``, ``oracles``, ``machine``, ``invariants`` (see ``docs/spec-authoring.md``);
 every public name is importable from here."""
 
 from __future__ import annotations
@@ -19,47 +19,77 @@ from __future__ import annotations
 from rocketspec.spec.remoting.clauses import (
     CLAUSES,
 )
-from rocketspec.spec.remoting.machine import (
+from rocketspec.spec.remoting.invariants import (
     INVARIANTS,
     STEP_INVARIANTS,
+    model,
+)
+from rocketspec.spec.remoting.machine import (
+    TRANSITIONS,
     Action,
+    Bounds,
     Call,
     CallerTimesOut,
+    Config,
     ConnectionState,
+    RequestArrives,
     RequestSent,
     ResponseArrives,
     ServerAnswers,
-    candidate_actions,
+    call_of,
     enabled,
-    model,
     step,
 )
 from rocketspec.spec.remoting.oracles import (
     MAX_OPAQUES,
+    NAME_VALUE_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    BatchedMessage,
     Frame,
     Refused,
+    StoredMessage,
     answers,
+    offset_message_id,
+    parse_batch_body,
     parse_frame,
+    parse_properties,
+    parse_stored_messages,
+    properties_text,
+    unknown_code_answer,
 )
 
 __all__ = [
     "CLAUSES",
     "INVARIANTS",
     "MAX_OPAQUES",
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
     "STEP_INVARIANTS",
+    "TRANSITIONS",
     "Action",
+    "BatchedMessage",
+    "Bounds",
     "Call",
     "CallerTimesOut",
+    "Config",
     "ConnectionState",
     "Frame",
     "Refused",
+    "RequestArrives",
     "RequestSent",
     "ResponseArrives",
     "ServerAnswers",
+    "StoredMessage",
     "answers",
-    "candidate_actions",
+    "call_of",
     "enabled",
     "model",
+    "offset_message_id",
+    "parse_batch_body",
     "parse_frame",
+    "parse_properties",
+    "parse_stored_messages",
+    "properties_text",
     "step",
+    "unknown_code_answer",
 ]

@@ -45,5 +45,55 @@ CLAUSES = ClauseTable(
             "connection closed.",
             "NettyDecoder (FRAME_MAX_LENGTH 16777216); RemotingCommand.decode",
         ),
+        Clause(
+            "WIRE-7",
+            "A frame with the response bit that a server receives is taken as the response to a request of the "
+            "server's own under that opaque: it is never processed as a request nor answered (one that matches no "
+            "request is dropped).",
+            "NettyRemotingAbstract.processMessageReceived (RESPONSE_COMMAND), processResponseCommand",
+        ),
+        Clause(
+            "WIRE-8",
+            "Each copy of a request that reaches the server is processed on its own and, unless oneway, answered "
+            "under the request's opaque; the caller is given the first response that arrives while it waits, and "
+            "every later one is dropped.",
+            "NettyRemotingAbstract.processRequestCommand; processResponseCommand (responseTable.remove)",
+        ),
+        Clause(
+            "WIRE-9",
+            "A pull response's body is stored messages back to back, each read field by field (totalSize, magic, "
+            "bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp, bornHost 4 or 16 bytes "
+            "and port, storeTimestamp, storeHost and port, reconsumeTimes, preparedTransactionOffset, bodyLength "
+            "and body, int8 topic length and topic, int16 properties length and properties); reading stops at the "
+            "first message that cannot be read whole.",
+            "MessageDecoder.decode/decodes (clientDecode)",
+        ),
+        Clause(
+            "WIRE-10",
+            "Properties travel as one UTF-8 string of name, \\x01, value entries joined by \\x02; an entry under "
+            "three characters long, or whose name or value is empty, is dropped when read, and a later entry of a "
+            "name replaces an earlier one.",
+            "MessageDecoder.messageProperties2String/string2messageProperties",
+        ),
+        Clause(
+            "WIRE-11",
+            "A SEND_BATCH_MESSAGE body is the messages back to back, each totalSize, magic 0, bodyCRC 0, flag, "
+            "int32 body length and body, int16 properties length and properties.",
+            "MessageDecoder.encodeMessage/encodeMessages/decodeMessages",
+        ),
+        Clause(
+            "WIRE-12",
+            "A request whose code a server has no processor for is answered by a broker with "
+            "REQUEST_CODE_NOT_SUPPORTED and remark ' request type <code> not supported', and not answered at all "
+            "by a name server.",
+            "AdminBrokerProcessor.getUnknownCmdResponse (the broker's default processor); "
+            "DefaultRequestProcessor.processRequest (returns null)",
+        ),
+        Clause(
+            "WIRE-13",
+            "A stored message's offset message id is the uppercase hex of its store host's address bytes, its store "
+            "port as an int32 and its commit-log offset as an int64.",
+            "MessageDecoder.createMessageId / decodeMessageId",
+        ),
     ),
 )

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import decimal
 import json
 import struct
 from collections.abc import Mapping
 
 import attrs
 
-from rocketspec.spec.protocol import MAX_FRAME_BYTES, RPC_ONEWAY_FLAG, RPC_RESPONSE_FLAG, LanguageCode, SerializeType
+from rocketspec.spec.java import INT_MAX, INT_MIN, big_decimal_int, big_decimal_text, parse_long
+from rocketspec.spec.protocol import (
+    MAX_FRAME_BYTES,
+    RPC_ONEWAY_FLAG,
+    RPC_RESPONSE_FLAG,
+    SYSFLAG_BORNHOST_V6,
+    SYSFLAG_STOREHOST_V6,
+    LanguageCode,
+    ResponseCode,
+    SerializeType,
+)
 from rocketspec.spec.remoting.clauses import CLAUSES
 
 #: Requests one explored connection carries (the model's bound).
@@ -48,32 +59,73 @@ class Refused:
     reason: str
 
 
+def _json_text(value: object) -> str:
+    """Compact JSON of a parsed value as fastjson writes it back: decimals as written (``BigDecimal``)."""
+    if isinstance(value, decimal.Decimal):
+        return big_decimal_text(value)
+    if isinstance(value, list):
+        return "[" + ",".join(_json_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json_text(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _peer_text(value: object) -> str:
-    """A JSON value as fastjson puts it into a ``HashMap<String, String>``: strings as they are, else its JSON."""
-    return value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """A JSON value as fastjson puts it into a ``HashMap<String, String>``: strings as they are, a decimal as
+    written, anything else its compact JSON text (checked on the 4.9.8 jar)."""
+    return value if isinstance(value, str) else _json_text(value)
+
+
+def _header_int(value: object) -> int | None:
+    """A header field as fastjson casts it to a Java ``int`` (``TypeUtils.castToInt``, checked on the 4.9.8 jar), or
+    None where it throws: null and ``""`` read as 0, a boolean as 1 or 0, an integer within range as it is, a
+    decimal as its integer part wrapped to 32 bits (``BigDecimal.intValue``), a string as ``Integer.parseInt``."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value if INT_MIN <= value <= INT_MAX else None
+    if isinstance(value, decimal.Decimal):
+        return big_decimal_int(value)
+    if isinstance(value, str):
+        return 0 if value == "" else parse_long(value, 32)
+    return None
+
+
+def _header_language(value: object) -> int | Refused | None:
+    """The language field as fastjson reads the ``LanguageCode`` enum: a name in any case, or an ordinal; null, ``""``
+    or an unknown name read as null; an ordinal out of range or another type is refused."""
+    if value is None or isinstance(value, str):
+        names = {name.upper(): code for name, code in LanguageCode.__members__.items()}
+        return None if value is None else names.get(value.upper())
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < len(LanguageCode):
+        return int(LanguageCode(value))
+    return Refused(f"language {value!r} is no LanguageCode")
+
+
+def _refuse_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _json_header(raw: bytes) -> Mapping[str, object] | Refused:
     try:  # new String(bytes, UTF-8): a malformed sequence becomes U+FFFD, it is not an error
-        header = json.loads(raw.decode("utf-8", "replace"))
+        header = json.loads(raw.decode("utf-8", "replace"), parse_float=decimal.Decimal,
+                            parse_constant=_refuse_constant)
     except (ValueError, RecursionError) as error:
         return Refused(f"the JSON header does not parse: {type(error).__name__}")
     if not isinstance(header, dict):
         return Refused("the JSON header is not an object")
-    language = header.get("language", LanguageCode.JAVA.name)
-    if isinstance(language, str):  # an unknown name reads as null: the frame is still a command
-        language = LanguageCode[language].value if language in LanguageCode.__members__ else None
+    language = _header_language(header.get("language", LanguageCode.JAVA.name))
+    if isinstance(language, Refused):
+        return language
     ext = header.get("extFields") or {}
     if not isinstance(ext, dict):
         return Refused("extFields is not an object")
     fields: dict[str, int] = {}
     for name in ("code", "version", "opaque", "flag"):
-        value = header.get(name, 0)
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            value = int(value)  # fastjson reads a number written as text
-        elif isinstance(value, float) and value == value and abs(value) != float("inf"):
-            value = int(value)  # and casts a decimal, dropping the fraction
-        if not isinstance(value, int) or isinstance(value, bool):
+        value = _header_int(header.get(name))
+        if value is None:
             return Refused(f"{name} must be an integer")
         fields[name] = value
     remark = header.get("remark")
@@ -116,10 +168,11 @@ def parse_frame(data: bytes) -> Frame | Refused:
     """What a 4.9.8 peer reads from ``data``, one frame with its length prefix (WIRE-1), or why it refuses it.
 
     The header is JSON (WIRE-2) or binary (WIRE-3) as the mark's high byte says; a frame over 16 MiB, a length
-    that is not the frame's, or a header length past the frame is refused (WIRE-6). Checked on the 4.9.8 broker:
-    a JSON header without code reads as code 0, an unknown language name as null, malformed UTF-8 (JSON or binary)
-    as U+FFFD, a decimal code as its integer part; each is answered, not refused. A missing opaque reads as 0 here
-    (4.9.8 takes a value of its own request counter).
+    that is not the frame's, or a header length past the frame is refused (WIRE-6). Checked on the 4.9.8 broker
+    and jar: a JSON header without code (or with null) reads as code 0, numbers as fastjson casts them (booleans,
+    numeric text, decimals wrapped to 32 bits; an integer out of range refused), an unknown language name as null
+    (names in any case), malformed UTF-8 (JSON or binary) as U+FFFD, decimals in ext fields as written; each is
+    answered, not refused. A missing opaque reads as 0 here (4.9.8 takes a value of its own request counter).
 
     pre: len(data) <= 40
     post: isinstance(__return__, Refused) or len(data) - 4 == int.from_bytes(data[:4], "big", signed=True)
@@ -160,3 +213,220 @@ def answers(request: Frame, response: Frame) -> bool:
     """
     return (response.is_response and not request.is_response and not request.is_oneway
             and response.opaque == request.opaque and response.serialize_type == request.serialize_type)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Messages on the wire: the properties string, a stored message, a batch body (WIRE-9, WIRE-10, WIRE-11)
+# ---------------------------------------------------------------------------------------------------------------
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+# totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag, bornTimestamp (WIRE-9).
+_STORED_FIXED = struct.Struct(">iiiiiqqiq")
+
+
+def _java_units(text: str) -> int:
+    """``String.length()``: UTF-16 code units."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@CLAUSES.oracle("WIRE-10")
+def parse_properties(text: str) -> tuple[tuple[str, str], ...]:
+    """The properties a 4.9.8 peer reads from a properties string (``MessageDecoder.string2messageProperties``,
+    WIRE-10): entries split on ``\\x02``, each a name and a value split on its first ``\\x01``; an entry shorter
+    than three characters, or with an empty name or an empty value, is dropped; a later entry of the same name
+    replaces an earlier one (a HashMap). In order of first appearance.
+
+    pre: len(text) <= 8
+    post: all(name and value for name, value in __return__)
+    post: all(NAME_VALUE_SEPARATOR not in name and PROPERTY_SEPARATOR not in name for name, _ in __return__)
+    post: all(PROPERTY_SEPARATOR not in value for _, value in __return__)
+    post: len({name for name, _ in __return__}) == len(__return__)
+    post: PROPERTY_SEPARATOR in text or NAME_VALUE_SEPARATOR in text or __return__ == ()
+    """
+    found: dict[str, str] = {}
+    for entry in text.split(PROPERTY_SEPARATOR):
+        # Java measures the entry in UTF-16 units (newIndex - index >= 3), and the separator must sit strictly
+        # inside it with at least one unit on either side.
+        name, sep, value = entry.partition(NAME_VALUE_SEPARATOR)
+        if _java_units(entry) >= 3 and sep and name and value:
+            found[name] = value
+    return tuple(found.items())
+
+
+@CLAUSES.oracle("WIRE-10")
+def properties_text(properties: tuple[tuple[str, str], ...]) -> str:
+    """The properties string a 4.9.8 peer writes (``MessageDecoder.messageProperties2String``, WIRE-10): each
+    name, ``\\x01``, its value, the entries joined by ``\\x02``.
+
+    pre: len(properties) <= 3
+    pre: all(len(n) <= 3 and len(v) <= 3 for n, v in properties)
+    post: __return__.count(NAME_VALUE_SEPARATOR) >= len(properties)
+    post: len(properties) == 0 or __return__.count(PROPERTY_SEPARATOR) >= len(properties) - 1
+    post: not _well_formed(properties) or parse_properties(__return__) == _last_wins(properties)
+    """
+    return PROPERTY_SEPARATOR.join(f"{name}{NAME_VALUE_SEPARATOR}{value}" for name, value in properties)
+
+
+def _well_formed(properties: tuple[tuple[str, str], ...]) -> bool:
+    """Names and values a properties string carries whole: neither empty nor holding a separator."""
+    return all(n and v and not ({NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR} & (set(n) | set(v)))
+               for n, v in properties)
+
+
+def _last_wins(properties: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    found: dict[str, str] = {}
+    for name, value in properties:
+        found[name] = value
+    return tuple(found.items())
+
+
+@attrs.frozen
+class StoredMessage:
+    """A message as a 4.9.8 consumer decodes it from a pull response or a commit log (``MessageDecoder.decode``)."""
+
+    store_size: int
+    magic: int
+    body_crc: int
+    queue_id: int
+    flag: int
+    queue_offset: int
+    commit_log_offset: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: bytes
+    born_port: int
+    store_timestamp: int
+    store_host: bytes
+    store_port: int
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body: bytes
+    topic: str
+    properties: tuple[tuple[str, str], ...]
+
+
+@CLAUSES.oracle("WIRE-9", "WIRE-10")
+def parse_stored_messages(data: bytes) -> tuple[StoredMessage, ...]:
+    """The messages a 4.9.8 consumer reads from a pull response's body (``MessageDecoder.decodes``, WIRE-9): stored
+    messages back to back, each read field by field: ``totalSize`` (not used to move on), magic, body CRC, queue id,
+    flag, queue offset, commit-log offset, sysFlag, born timestamp, born host (4 bytes, 16 with sysFlag 0x10) and
+    port, store timestamp, store host (16 bytes with 0x20) and port, reconsume times, prepared transaction offset,
+    body length and body (none when the length is not positive), a signed one-byte topic length and topic, a signed
+    two-byte properties length and properties (none when not positive; WIRE-10). The body is left as stored (the
+    client inflates a compressed one, sysFlag 0x1, afterwards). Reading stops at the first message that cannot be
+    read whole: the messages before it are what the consumer gets.
+
+    pre: len(data) <= 120
+    post: all(len(m.born_host) in (4, 16) and len(m.store_host) in (4, 16) for m in __return__)
+    post: all(len(m.topic.encode("utf-8", "replace")) <= 3 * 127 for m in __return__)
+    post: len(__return__) <= len(data) // 91
+    """
+    messages: list[StoredMessage] = []
+    at = 0
+    while at < len(data):
+        parsed = _stored_message(data, at)
+        if parsed is None:
+            break
+        message, at = parsed
+        messages.append(message)
+    return tuple(messages)
+
+
+def _stored_message(data: bytes, at: int) -> tuple[StoredMessage, int] | None:
+    def take(n: int) -> bytes:
+        nonlocal at
+        if n < 0 or at + n > len(data):
+            raise IndexError
+        chunk = data[at:at + n]
+        at += n
+        return chunk
+
+    try:
+        (size, magic, crc, queue_id, flag, queue_offset, physical, sys_flag, born_ts) = _STORED_FIXED.unpack(
+            take(_STORED_FIXED.size))
+        born_host = take(16 if sys_flag & SYSFLAG_BORNHOST_V6 else 4)
+        (born_port,) = _LENGTH.unpack(take(4))
+        (store_ts,) = struct.unpack(">q", take(8))
+        store_host = take(16 if sys_flag & SYSFLAG_STOREHOST_V6 else 4)
+        (store_port, reconsume) = struct.unpack(">ii", take(8))
+        (prepared, body_len) = struct.unpack(">qi", take(12))
+        body = take(body_len) if body_len > 0 else b""
+        (topic_len,) = struct.unpack(">b", take(1))
+        topic = take(topic_len).decode("utf-8", "replace")
+        (props_len,) = struct.unpack(">h", take(2))
+        props = parse_properties(take(props_len).decode("utf-8", "replace")) if props_len > 0 else ()
+    except (IndexError, struct.error):
+        return None
+    message = StoredMessage(size, magic & 0xFFFFFFFF, crc, queue_id, flag, queue_offset, physical, sys_flag,
+                            born_ts, born_host, born_port, store_ts, store_host, store_port, reconsume, prepared,
+                            body, topic, props)
+    return message, at
+
+
+@attrs.frozen
+class BatchedMessage:
+    """One message of a SEND_BATCH_MESSAGE body (``MessageDecoder.encodeMessage``): its flag, body and properties."""
+
+    flag: int
+    body: bytes
+    properties: tuple[tuple[str, str], ...]
+
+
+@CLAUSES.oracle("WIRE-10", "WIRE-11")
+def parse_batch_body(data: bytes) -> tuple[BatchedMessage, ...] | Refused:
+    """The messages a 4.9.8 broker reads from a SEND_BATCH_MESSAGE body (``MessageDecoder.decodeMessages``,
+    WIRE-11): back to back, each ``totalSize``, magic (0), body CRC (0), flag, body length and body, a two-byte
+    properties length and properties (WIRE-10). Bytes that do not hold whole messages are refused.
+
+    pre: len(data) <= 60
+    post: isinstance(__return__, Refused) or sum(22 + len(m.body) for m in __return__) <= len(data)
+    post: len(data) == 0 or isinstance(__return__, Refused) or len(__return__) >= 1
+    post: isinstance(__return__, Refused) or len(__return__) <= len(data) // 22
+    """
+    messages: list[BatchedMessage] = []
+    at = 0
+    while at < len(data):
+        try:
+            (_size, _magic, _crc, flag, body_len) = struct.unpack_from(">iiiii", data, at)
+            if body_len < 0 or at + 20 + body_len + 2 > len(data):
+                return Refused(f"the batched message at byte {at} is cut short")
+            body = data[at + 20:at + 20 + body_len]
+            (props_len,) = struct.unpack_from(">h", data, at + 20 + body_len)
+            end = at + 22 + body_len + max(props_len, 0)
+            if props_len < 0 or end > len(data):
+                return Refused(f"the batched message at byte {at} is cut short")
+            props = parse_properties(data[at + 22 + body_len:end].decode("utf-8", "replace"))
+        except struct.error:
+            return Refused(f"the batched message at byte {at} is cut short")
+        messages.append(BatchedMessage(flag, bytes(body), props))
+        at = end
+    return tuple(messages)
+
+
+@CLAUSES.oracle("WIRE-12")
+def unknown_code_answer(server_is_broker: bool, code: int) -> tuple[int, str] | None:
+    """The answer to a request whose code the server has no processor for (WIRE-12): a broker's default processor
+    answers REQUEST_CODE_NOT_SUPPORTED with `` request type <code> not supported``; a name server answers nothing.
+
+    post: (__return__ is None) == (not server_is_broker)
+    post: __return__ is None or __return__[1].endswith(" not supported") and str(code) in __return__[1]
+    """
+    if not server_is_broker:
+        return None
+    return int(ResponseCode.REQUEST_CODE_NOT_SUPPORTED), f" request type {code} not supported"
+
+
+@CLAUSES.oracle("WIRE-13")
+def offset_message_id(store_host: bytes, store_port: int, commit_log_offset: int) -> str:
+    """A stored message's offset message id (``MessageDecoder.createMessageId``, WIRE-13): the uppercase hex of the
+    store host's address bytes (4 or 16), the port as an int32 and the commit-log offset as an int64.
+
+    pre: len(store_host) in (4, 16)
+    pre: 0 <= store_port < 65536 and 0 <= commit_log_offset < 2 ** 63
+    post: len(__return__) == 2 * (len(store_host) + 12)
+    post: __return__ == __return__.upper()
+    post: int(__return__[-16:], 16) == commit_log_offset
+    """
+    return (store_host + struct.pack(">iq", store_port, commit_log_offset)).hex().upper()
+
