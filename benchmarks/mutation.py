@@ -154,6 +154,7 @@ def copy_env(copy: Path) -> dict[str, str]:
     env["PYTHONPATH"] = f"{copy}{os.pathsep}{copy / '_import'}"
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["HYPOTHESIS_PROFILE"] = "ci"
+    env["PYTHONHASHSEED"] = "0"  # the ci profile's programs, and the implementation's set orders, the same each run
     return env
 
 

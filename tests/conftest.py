@@ -27,6 +27,9 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# The ci profile is deterministic only if the implementation's set and dict orders are: string hashing is seeded per
+# process, so the xdist workers (started after this runs, with this environment) all get one fixed seed.
+os.environ.setdefault("PYTHONHASHSEED", "0")
 
 
 # ------------------------------------------------------------------------------------------------------ slow tests

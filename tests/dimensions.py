@@ -139,6 +139,8 @@ DIMENSIONS: dict[str, Dimension] = {d.name: d for d in (
               "sendLatencyFaultEnable"),
     Dimension("producer.sendMsgTimeout", CLIENT, DEFAULT_SEND_MSG_TIMEOUT_MS,
               _with_default(DEFAULT_SEND_MSG_TIMEOUT_MS, 1_000, 2_000, 10_000), "sendMsgTimeout"),
+    Dimension("producer.maxMessageSize", CLIENT, MAX_MESSAGE_SIZE, _with_default(MAX_MESSAGE_SIZE, 8, 64),
+              "DefaultMQProducer.maxMessageSize (the producer's own body limit)"),
     Dimension("producer.compressMsgBodyOverHowmuch", CLIENT, COMPRESS_MSG_BODY_OVER_BYTES,
               _with_default(COMPRESS_MSG_BODY_OVER_BYTES, 0, 16, 100), "compressMsgBodyOverHowmuch"),
     Dimension("client.vipChannelEnabled", CLIENT, False, st.booleans(),

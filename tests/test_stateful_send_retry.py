@@ -31,6 +31,7 @@ from rocketspec.refimpl import route as route_module
 from rocketspec.refimpl.client import latency as latency_module
 from rocketspec.refimpl.client import producer as producer_module
 from rocketspec.refimpl.client import sending as sending_module
+from rocketspec.refimpl.client import validators as validators_module
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError, RemotingTooMuchRequestError
 from rocketspec.refimpl.events import SendAttempt, SendResultEvent
 from rocketspec.refimpl.message import Message
@@ -56,6 +57,11 @@ NOT_OK = (SendStatus.FLUSH_DISK_TIMEOUT, SendStatus.FLUSH_SLAVE_TIMEOUT, SendSta
 # the last, the 3000 ms budget (SEND-15, SEND-2).
 DELAYS = (30, 300, 600, 1100, 1600)
 WAITS = (1_000, 30_000, 60_000, 200_000, 700_000)
+# Topics the producer's checks refuse (SEND-24): blank ones (Java whitespace; a no-break space is not), too long
+# ones in UTF-16 units (64 emoji are 128 units), illegal characters (a trailing newline too), system topics; and the
+# machine's own topic (with an odd body). The machine follows one topic: valid names of other topics are not drawn.
+ODD_TOPICS = (TOPIC, "", " \t", "\u00a0", "a" * 128, "\U0001F600" * 64, "a b", "abc\n", "SCHEDULE_TOPIC_XXXX",
+              "RMQ_SYS_TRANS_HALF_TOPIC")
 # The parts of the projection, each named with the clauses that decide it.
 COUNTER = "round-robin counter (SEND-11, SEND-12, SEND-13, SEND-17)"
 WORST = "whichItemWorst (SEND-18)"
@@ -122,11 +128,13 @@ class SendRetryMachine(LockstepMachine):
     TABLE = spec.TRANSITIONS
     DIMENSIONS = ("topology.brokers", "topic.queueNums", "topic.perm", "producer.retryTimesWhenSendFailed",
                   "producer.retryTimesWhenSendAsyncFailed", "producer.retryAnotherBrokerWhenNotStoreOK",
-                  "producer.sendLatencyFaultEnable", "producer.sendMsgTimeout")
-    # A topic without write permission is sent with the default topic's route: not modelled by SEND-22 yet.
-    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {"topic.perm": st.sampled_from((DEFAULT_PERM, 2))}
+                  "producer.sendLatencyFaultEnable", "producer.sendMsgTimeout", "producer.maxMessageSize")
+    # A read-only topic (no queue: every send fails at once, SEND-23) is drawn less often than the writable ones.
+    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {
+        "topic.perm": st.sampled_from((DEFAULT_PERM, DEFAULT_PERM, 2, 4))}
     DRIVEN = (spec.NewSend, spec.TimePasses)
-    OBSERVED = (spec.SelectQueue, spec.AttemptAnswered, spec.BrokerErrorResponse, spec.AttemptFailed)
+    OBSERVED = (spec.MessageRefused, spec.NoRoute, spec.SelectQueue, spec.AttemptAnswered, spec.BrokerErrorResponse,
+                spec.AttemptFailed)
 
     def __init__(self) -> None:
         super().__init__()
@@ -151,7 +159,7 @@ class SendRetryMachine(LockstepMachine):
             retry_times_when_send_failed=config["producer.retryTimesWhenSendFailed"],
             retry_times_when_send_async_failed=config["producer.retryTimesWhenSendAsyncFailed"],
             retry_another_broker_when_not_store_ok=config["producer.retryAnotherBrokerWhenNotStoreOK"],
-            send_msg_timeout_ms=config["producer.sendMsgTimeout"])
+            send_msg_timeout_ms=config["producer.sendMsgTimeout"], max_message_size=config["producer.maxMessageSize"])
         queue_datas = tuple(spec.QueueData(name, write_queues, config["topic.perm"]) for name in self.names)
         expected = spec.publish_queues(TOPIC, queue_datas, frozenset(self.names))
         route = self.producer.fetch_publish_queues(TOPIC)
@@ -161,6 +169,7 @@ class SendRetryMachine(LockstepMachine):
             config["producer.retryAnotherBrokerWhenNotStoreOK"], timeout_ms=config["producer.sendMsgTimeout"],
             retry_times=config["producer.retryTimesWhenSendFailed"],
             async_retry_times=config["producer.retryTimesWhenSendAsyncFailed"], queue_datas=queue_datas,
+            max_message_size=config["producer.maxMessageSize"],
         )
         self.producer.fault_strategy.tolerance.which_item_worst.value = worst_start
         self._sync_info()
@@ -246,16 +255,26 @@ class SendRetryMachine(LockstepMachine):
         """``sendOneway(msg)``: one attempt, no answer (SEND-9)."""
         self._send(CommunicationMode.ONEWAY)
 
-    def _send(self, mode: CommunicationMode) -> None:
+    @precondition(lambda self: self.cluster is not None)
+    @rule(topic=st.sampled_from(ODD_TOPICS), body=st.sampled_from((b"", b"x" * 9, b"x" * 65, None)),
+          mode=st.sampled_from(tuple(CommunicationMode)))
+    def send_odd_message(self, topic: str, body: bytes | None, mode: CommunicationMode) -> None:
+        """A message the producer's checks may refuse: an odd topic, an empty or large body (SEND-24)."""
+        self._send(mode, topic, body)
+
+    def _send(self, mode: CommunicationMode, topic: str = TOPIC, body: bytes | None = None) -> None:
         """One send in ``mode``: the spec begins it (driven), then the implementation's attempts are observed."""
         cluster = self.cluster
         assert cluster is not None
         self._sync_info()
         self.sends += 1
         start = cluster.now_ms()
-        self._begin(mode, start)
+        payload = f"m{self.sends}".encode() if body is None else body
+        odd = topic != TOPIC or body is not None
+        self._begin(mode, start, spec.MessageShape(topic, len(payload)) if odd else None)
         first_event = len(cluster.events.events)
         msg = Message(TOPIC, f"m{self.sends}".encode())
+        msg.topic, msg.body = topic, payload
         value: Any = None
         error: BaseException | None = None
         try:
@@ -272,21 +291,22 @@ class SendRetryMachine(LockstepMachine):
                   if isinstance(e, (SendAttempt, SendResultEvent)) and e.node == self.producer.client_id]
         self._replay(mode, start, events, Sent(mode, value, error, answered))
 
-    def _begin(self, mode: CommunicationMode, start: int) -> None:
+    def _begin(self, mode: CommunicationMode, start: int, shape: spec.MessageShape | None) -> None:
         """The spec's side of a new send: the first one starts the machine with the producer's counters; a later
         one lets the time since the last send pass and starts a new send (SEND-20)."""
         config = attrs.evolve(self.spec_config, mode=mode)
         if self.spec is None:
             tolerance = self.producer.fault_strategy.tolerance
             self.begin(spec.SendState(config, tuple(self.info.queues), (), self.info.index.value,
-                                      tolerance.which_item_worst.value, now_ms=start, started_ms=start))
+                                      tolerance.which_item_worst.value, now_ms=start, started_ms=start,
+                                      message=shape))
             return
         if not self.state.done:
             self.fail("the previous send is still pending in the spec")
         self.spec.state = attrs.evolve(self.state, config=config)
         if start > self.state.now_ms:
             self.drive(spec.TimePasses(start - self.state.now_ms), "time between sends")
-        self.drive(spec.NewSend(), f"{mode.value} send {self.sends}")
+        self.drive(spec.NewSend(shape), f"{mode.value} send {self.sends}")
 
     def _replay(self, mode: CommunicationMode, start: int, events: list[Any], sent: Sent) -> None:
         attempt_ts = start
@@ -317,6 +337,12 @@ class SendRetryMachine(LockstepMachine):
             if self.state.done and not event.final:
                 self.fail(f"{_ending_clauses(self.state)}: the spec ends the send at attempt {event.attempt} (limit "
                           f"{self.state.config.limit}) with {self.state.outcome!r}; the implementation goes on")
+        if not self.state.done and spec.refusal(self.state) is not None:
+            # The producer's checks refuse the message before any attempt (SEND-24).
+            self.observe(spec.MessageRefused(), "refused")
+        if not self.state.done and not self.state.queues:
+            # No queue to send to: the send fails before any attempt (SEND-23).
+            self.observe(spec.NoRoute(), "no route")
         if not self.state.done and self.state.in_flight is None:
             # A SYNC loop that selected a queue but found the budget spent makes no attempt (SEND-2).
             counter = self.info.index.value
@@ -409,6 +435,14 @@ def _outcome_problem(state: spec.SendState, sent: Sent) -> str:
         return "" if ok else f"SEND-5/SEND-6: {where}"
     if error is None:
         return f"SEND-4/SEND-10: {where}"
+    if out.failure is spec.Failure.REFUSED:
+        reason = spec.refusal(state)
+        assert reason is not None
+        ok = isinstance(error, MQClientError) and error.message.startswith(reason[1]) and error.code == reason[0]
+        return "" if ok else f"SEND-24: {where}, spec refusal {reason}"
+    if out.failure is spec.Failure.NO_ROUTE:
+        ok = isinstance(error, MQClientError) and error.message.startswith("No route info of this topic")
+        return "" if ok else f"SEND-23: {where}"
     if out.failure is spec.Failure.TIMEOUT and not out.exhausted:
         return "" if isinstance(error, RemotingTooMuchRequestError) else f"SEND-2: {where}"
     if out.failure is spec.Failure.BROKER and not out.exhausted:
@@ -428,11 +462,13 @@ def _outcome_problem(state: spec.SendState, sent: Sent) -> str:
     return ""
 
 
-test_send_retry_machine = machine_test(SendRetryMachine, 60, 40)
+test_send_retry_machine = machine_test(SendRetryMachine, 80, 40)
 
 
 # ---------------------------------------------------------------------------------------------------- mutants
 MUTANT_EXAMPLES, MUTANT_STEPS = 100, 30
+# A variant needs its dimension's non-default value and the rule that reveals it in one program: a wider search.
+VARIANT_EXAMPLES = 250
 # Each breaks one rule of the implementation; the machine must find a failing program (and name the clause).
 
 MUTANTS = {
@@ -497,6 +533,8 @@ VARIANTS = {
     "producer.sendLatencyFaultEnable": (
         producer_module, "MQFaultStrategy(self.runtime, enabled=config.send_latency_fault_enable,",
         "MQFaultStrategy(self.runtime, enabled=False,", ("SEND-14", "SEND-17")),
+    "producer.maxMessageSize": (
+        validators_module, "    if len(body) > max_message_size:", "    if len(body) > 4 * 1024 * 1024:", ("SEND-24",)),
     "producer.sendMsgTimeout": (
         producer_module, "return self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms",
         "return 3000 if timeout_ms is None else timeout_ms", ("SEND-2", "SEND-3")),
@@ -511,4 +549,4 @@ def test_every_dimension_has_a_variant() -> None:
 @pytest.mark.parametrize("dimension", sorted(VARIANTS))
 def test_variant_needs_a_non_default_configuration(dimension: str) -> None:
     module, old, new, clauses = VARIANTS[dimension]
-    variant_needs(SendRetryMachine, dimension, module, old, new, clauses, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)
+    variant_needs(SendRetryMachine, dimension, module, old, new, clauses, examples=VARIANT_EXAMPLES, steps=MUTANT_STEPS)

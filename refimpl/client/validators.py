@@ -3,35 +3,42 @@
 
 from __future__ import annotations
 
-import re
+import string
 
 from rocketspec.refimpl.client.errors import MQClientError
 from rocketspec.refimpl.client.latency import int32, java_rem
-from rocketspec.refimpl.message import Message, java_string_hash
+from rocketspec.refimpl.message import Message, java_length, java_string_hash
+from rocketspec.spec.java import is_blank
 from rocketspec.spec.protocol import GROUP_MAX_LENGTH, NOT_ALLOWED_SEND_TOPICS, TOPIC_MAX_LENGTH, ResponseCode
 from rocketspec.spec.queues import MessageQueue
 
-_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+# Validators.VALID_CHAR_BIT_MAP: a name is legal when every character is one of these (a trailing newline is not).
+_NAME_CHARACTERS = frozenset("%|-_" + string.ascii_letters + string.digits)
+
+
+def _legal(name: str) -> bool:
+    return all(ch in _NAME_CHARACTERS for ch in name)
 
 
 def check_group(group: str) -> None:
     """``Validators.checkGroup``."""
-    if not isinstance(group, str) or not group.strip():
+    if not isinstance(group, str) or is_blank(group):
         raise MQClientError("the specified group is blank")
-    if len(group) > GROUP_MAX_LENGTH:
+    if java_length(group) > GROUP_MAX_LENGTH:
         raise MQClientError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
-    if not _NAME_PATTERN.match(group):
+    if not _legal(group):
         raise MQClientError(f"the specified group[{group}] contains illegal characters, allowing only "
                             "^[%|a-zA-Z0-9_-]+$")
 
 
 def check_topic(topic: str) -> None:
-    """``Validators.checkTopic``."""
-    if not isinstance(topic, str) or not topic.strip():
+    """``Validators.checkTopic``: blank by ``UtilAll.isBlank`` (Java's whitespace: a no-break space is not), the length
+    in UTF-16 units, then every character from the legal set."""
+    if not isinstance(topic, str) or is_blank(topic):
         raise MQClientError("The specified topic is blank")
-    if len(topic) > TOPIC_MAX_LENGTH:
+    if java_length(topic) > TOPIC_MAX_LENGTH:
         raise MQClientError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
-    if not _NAME_PATTERN.match(topic):
+    if not _legal(topic):
         raise MQClientError(f"The specified topic[{topic}] contains illegal characters, allowing only "
                             "^[%|a-zA-Z0-9_-]+$")
 

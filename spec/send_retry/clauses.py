@@ -181,5 +181,20 @@ CLAUSES = ClauseTable(
             "0..writeQueueNums-1.",
             "MQClientInstance.topicRouteData2TopicPublishInfo; seed 000 §TopicPublishInfo",
         ),
+        Clause(
+            "SEND-23",
+            "A send to a topic whose queue list is empty (a route with no writable queue, or none at all) fails "
+            "at once with 'No route info of this topic' and makes no attempt; a route that exists, even without a "
+            "writable queue, is not replaced by the default topic's.",
+            "DefaultMQProducerImpl.sendDefaultImpl / tryToFindTopicPublishInfo (isHaveTopicRouterInfo)",
+        ),
+        Clause(
+            "SEND-24",
+            "Before looking for a route the producer refuses a message whose topic is blank (Java's whitespace), "
+            "longer than 127 UTF-16 units, holds a character outside %|a-zA-Z0-9_- or is one it may not send to "
+            "(in that order, code -1), or whose body is null, empty or over maxMessageSize (MESSAGE_ILLEGAL); no "
+            "attempt is made.",
+            "Validators.checkMessage, checkTopic, isNotAllowedSendTopic; DefaultMQProducerImpl.sendDefaultImpl",
+        ),
     ),
 )

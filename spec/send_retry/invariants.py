@@ -18,11 +18,14 @@ from rocketspec.spec.send_retry.machine import (
     Bounds,
     BrokerErrorResponse,
     Config,
+    MessageShape,
     NewSend,
     Outcome,
     OutcomeKind,
     SelectQueue,
     SendState,
+    TimePasses,
+    refusal,
 )
 from rocketspec.spec.send_retry.oracles import (
     Failure,
@@ -219,6 +222,19 @@ def _async_retry_keeps_queue_id(before: SendState, action: Action, after: SendSt
     return after.last.queue_id == before.first_queue_id and after.last.broker_name == action.queue.broker_name
 
 
+def _no_route_no_attempt(before: SendState, action: Action, after: SendState) -> bool:
+    if before.queues:
+        return True
+    return after.requests == 0 and (not after.done or after.outcome.failure is Failure.NO_ROUTE
+                                    or isinstance(action, NewSend | TimePasses))
+
+
+def _refused_no_attempt(before: SendState, action: Action, after: SendState) -> bool:
+    if refusal(before) is None or before.done:
+        return True
+    return after.requests == 0 and (not after.done or after.outcome.failure is Failure.REFUSED)
+
+
 def _queue_list_stable(before: SendState, action: Action, after: SendState) -> bool:
     if before.config.profile.at_least("4.9.8") or not before.config.fault_enabled:
         return after.queues == before.queues
@@ -256,6 +272,8 @@ STEP_INVARIANTS: tuple[StepInvariant[SendState, Action], ...] = (
     StepInvariant(
         "the queue list changes only by the old fallback", ("SEND-19", "SEND-22"), _queue_list_stable
     ),
+    StepInvariant("a topic without queues fails with no attempt", ("SEND-23",), _no_route_no_attempt),
+    StepInvariant("a refused message fails with no attempt", ("SEND-24",), _refused_no_attempt),
 )
 
 
@@ -309,6 +327,12 @@ def model(
                 for table in tables if enabled_ else [()]:
                     for counter in counters:
                         initial.append(SendState(cfg, queues, table, counter, counter))
+        # A route whose queues are all read only: no queue to send to (SEND-23).
+        read_only = tuple(QueueData(b, queues_per_broker, perm=4) for b in brokers)
+        initial.append(SendState(Config(mode, False, queue_datas=read_only, profile=profile), (), (), 0, 0))
+        # A message the producer refuses, to a topic it could send to (SEND-24).
+        plain = Config(mode, False, queue_datas=queue_datas, profile=profile)
+        initial.append(SendState(plain, queues, (), 0, 0, message=MessageShape(_TOPIC, 0)))
 
     bounds = Bounds(latencies, statuses, codes, wait_ms, max_sends)
     return TRANSITIONS.model(

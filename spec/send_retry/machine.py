@@ -12,6 +12,7 @@ from rocketspec.spec.protocol import (
     DEFAULT_RETRY_TIMES_WHEN_SEND_ASYNC_FAILED,
     DEFAULT_RETRY_TIMES_WHEN_SEND_FAILED,
     DEFAULT_SEND_MSG_TIMEOUT_MS,
+    MAX_MESSAGE_SIZE,
     CommunicationMode,
     ResponseCode,
     SendStatus,
@@ -27,6 +28,7 @@ from rocketspec.spec.send_retry.oracles import (
     attempt_limit,
     attempt_within_budget,
     failure_retried,
+    message_refusal,
     record_fault,
     response_code_retried,
     select_queue_latency,
@@ -66,6 +68,14 @@ PENDING = Outcome(OutcomeKind.PENDING)
 
 
 @attrs.frozen
+class MessageShape:
+    """What the producer's checks read of a message (SEND-24): its topic and its body's length (None: no body)."""
+
+    topic: str | None
+    body_len: int | None
+
+
+@attrs.frozen
 class Config:
     """The producer settings and the topic route a model runs with."""
 
@@ -78,6 +88,7 @@ class Config:
     retry_codes: frozenset[int] = DEFAULT_RETRY_RESPONSE_CODES
     queue_datas: tuple[QueueData, ...] = ()
     profile: VersionProfile = DEFAULT_PROFILE
+    max_message_size: int = MAX_MESSAGE_SIZE
 
     @property
     def limit(self) -> int:
@@ -110,6 +121,7 @@ class SendState:
     held: SendStatus | None = None
     outcome: Outcome = PENDING
     waited: bool = False
+    message: MessageShape | None = None  # None: a message the producer's checks pass (SEND-24)
 
     @property
     def done(self) -> bool:
@@ -122,7 +134,9 @@ class SendState:
 
 @attrs.frozen
 class NewSend:
-    """The thread starts sending the next message."""
+    """The thread starts sending the next message (``message``: its shape, None for one the checks pass)."""
+
+    message: MessageShape | None = None
 
 
 @attrs.frozen
@@ -163,12 +177,27 @@ class TimePasses:
     ms: int
 
 
-Action = NewSend | SelectQueue | AttemptAnswered | BrokerErrorResponse | AttemptFailed | TimePasses
+@attrs.frozen
+class NoRoute:
+    """The send finds the topic's queue list empty and fails before any attempt."""
+
+
+@attrs.frozen
+class MessageRefused:
+    """The producer's checks refuse the message before any attempt."""
+
+
+Action = (
+    NewSend | SelectQueue | AttemptAnswered | BrokerErrorResponse | AttemptFailed | TimePasses | NoRoute
+    | MessageRefused
+)
 
 
 def selections(state: SendState) -> frozenset[Selection]:
     """Every selection the producer may make for the next attempt of ``state``'s send (SEND-13, SEND-17)."""
     cfg = state.config
+    if not state.queues:
+        return frozenset()  # no queue to select: the send has no route (SEND-23)
     last = state.last.broker_name if state.last is not None else None
     if cfg.fault_enabled:
         return select_queue_latency(
@@ -186,8 +215,16 @@ def _selection_for(state: SendState, queue: MessageQueue) -> Selection | None:
     return None
 
 
+def refusal(state: SendState) -> tuple[int, str] | None:
+    """Why the producer refuses the current send's message (SEND-24), None when it does not."""
+    shape = state.message
+    if shape is None:
+        return None
+    return message_refusal(shape.topic, shape.body_len, state.config.max_message_size)
+
+
 def _awaiting_selection(state: SendState) -> bool:
-    return not state.done and state.in_flight is None
+    return not state.done and state.in_flight is None and (state.message is None or refusal(state) is None)
 
 
 def _new_send_enabled(state: SendState, action: NewSend) -> bool:
@@ -199,7 +236,15 @@ def _time_passes_enabled(state: SendState, action: TimePasses) -> bool:
 
 
 def _select_enabled(state: SendState, action: SelectQueue) -> bool:
-    return _awaiting_selection(state) and _selection_for(state, action.queue) is not None
+    return bool(state.queues) and _awaiting_selection(state) and _selection_for(state, action.queue) is not None
+
+
+def _refused_enabled(state: SendState, action: MessageRefused) -> bool:
+    return not state.done and state.attempts == 0 and refusal(state) is not None
+
+
+def _no_route_enabled(state: SendState, action: NoRoute) -> bool:
+    return not state.queues and _awaiting_selection(state) and state.attempts == 0
 
 
 def _in_flight(state: SendState) -> bool:
@@ -361,8 +406,20 @@ def _new_send(state: SendState, action: NewSend) -> SendState:
     and the fault table are kept (SEND-20); nothing else moves a finished send (SEND-21)."""
     return attrs.evolve(
         state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,
-        first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False,
+        first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False, message=action.message,
     )
+
+
+def _refused(state: SendState, action: MessageRefused) -> SendState:
+    """The producer refuses the message before looking for a route: no attempt (SEND-24)."""
+    reason = refusal(state)
+    assert reason is not None
+    return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.REFUSED, code=reason[0]))
+
+
+def _no_route(state: SendState, action: NoRoute) -> SendState:
+    """A send to a topic whose queue list is empty fails at once, with no attempt (SEND-23)."""
+    return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.NO_ROUTE))
 
 
 def _time_passes(state: SendState, action: TimePasses) -> SendState:
@@ -396,6 +453,14 @@ def _time_passes_candidates(state: SendState, bounds: Bounds) -> tuple[TimePasse
         else ()
 
 
+def _refused_candidates(state: SendState, bounds: Bounds) -> tuple[MessageRefused, ...]:
+    return (MessageRefused(),) if state.message is not None else ()
+
+
+def _no_route_candidates(state: SendState, bounds: Bounds) -> tuple[NoRoute, ...]:
+    return (NoRoute(),) if not state.queues else ()
+
+
 def _select_candidates(state: SendState, bounds: Bounds) -> list[SelectQueue]:
     return [SelectQueue(s.queue) for s in sorted(selections(state), key=lambda s: s.queue)] \
         if _awaiting_selection(state) else []
@@ -419,6 +484,8 @@ def _failed_candidates(state: SendState, bounds: Bounds) -> list[AttemptFailed]:
 TRANSITIONS: TransitionTable[SendState, Action, Bounds] = TransitionTable("send_retry", CLAUSES, (
     Transition(NewSend, _new_send_enabled, _new_send, _new_send_candidates, ("SEND-20", "SEND-21")),
     Transition(TimePasses, _time_passes_enabled, _time_passes, _time_passes_candidates, ("SEND-16", "SEND-21")),
+    Transition(MessageRefused, _refused_enabled, _refused, _refused_candidates, ("SEND-24",)),
+    Transition(NoRoute, _no_route_enabled, _no_route, _no_route_candidates, ("SEND-23",)),
     Transition(SelectQueue, _select_enabled, _select, _select_candidates,
                ("SEND-2", "SEND-6", "SEND-7", "SEND-8", "SEND-14", "SEND-21")),
     Transition(AttemptAnswered, _answered_enabled, _answered, _answered_candidates, ("SEND-6", "SEND-9", "SEND-14")),

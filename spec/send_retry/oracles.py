@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
+import string
 
 import attrs
 
-from rocketspec.spec.java import INT_MAX, int32, int_abs, rem
+from rocketspec.spec.java import INT_MAX, int32, int_abs, is_blank, rem, utf16_units
 from rocketspec.spec.protocol import (
     DEFAULT_PERM,
     DEFAULT_RETRY_ANOTHER_BROKER_WHEN_NOT_STORE_OK,
@@ -17,8 +18,10 @@ from rocketspec.spec.protocol import (
     DEFAULT_SEND_MSG_TIMEOUT_MS,
     FAILED_CALL_LATENCY_MS,
     LATENCY_MAX_MS,
+    NOT_ALLOWED_SEND_TOPICS,
     NOT_AVAILABLE_DURATION_MS,
     PERM_WRITE,
+    TOPIC_MAX_LENGTH,
     CommunicationMode,
     ResponseCode,
     SendStatus,
@@ -51,6 +54,8 @@ class Failure(enum.Enum):
     INTERRUPTED = "INTERRUPTED"  # InterruptedException
     BROKER = "BROKER"  # an error response code (MQBrokerException)
     TIMEOUT = "TIMEOUT"  # the budget ran out before an attempt (RemotingTooMuchRequestException)
+    NO_ROUTE = "NO_ROUTE"  # the topic's queue list is empty: no attempt (MQClientException, SEND-23)
+    REFUSED = "REFUSED"  # the producer refused the message itself: no attempt (MQClientException, SEND-24)
 
 
 ATTEMPT_FAILURES: tuple[Failure, ...] = (Failure.REMOTING, Failure.CLIENT, Failure.INTERRUPTED)
@@ -643,3 +648,45 @@ def publish_queues(
         if _writable(d.perm) and d.broker_name in brokers_with_master
         for i in range(d.write_queue_nums)
     )
+
+
+#: ``Validators.VALID_CHAR_BIT_MAP``: the characters a topic or group may hold.
+TOPIC_CHARACTERS = frozenset("%|-_" + string.ascii_letters + string.digits)
+#: The pattern the refusal names (``Validators.VALID_PATTERN_STR``).
+TOPIC_PATTERN_TEXT = "^[%|a-zA-Z0-9_-]+$"
+#: ``MQClientException``'s response code when none is given.
+NO_RESPONSE_CODE = -1
+
+
+@CLAUSES.oracle("SEND-24")
+def message_refusal(topic: str | None, body_len: int | None, max_message_size: int) -> tuple[int, str] | None:
+    """Why the producer refuses a message before any attempt (``Validators.checkMessage``, SEND-24), as the
+    ``MQClientException``'s response code and message; None when it sends it. In order: a blank topic (null, empty,
+    or only Java whitespace), one longer than 127 UTF-16 units, one holding a character outside ``%|a-zA-Z0-9_-``,
+    a system topic no one may send to (code -1 each); a null body, an empty one, one over ``max_message_size``
+    (MESSAGE_ILLEGAL).
+
+    pre: max_message_size > 0
+    pre: topic is None or len(topic) <= 130
+    post: __return__ is None or __return__[0] in (NO_RESPONSE_CODE, ResponseCode.MESSAGE_ILLEGAL)
+    post: __return__ is not None or (topic is not None and set(topic) <= TOPIC_CHARACTERS and len(topic) <= TOPIC_MAX_LENGTH)
+    post: __return__ is not None or (body_len is not None and 0 < body_len <= max_message_size)
+    post: __return__ is None or __return__[0] != ResponseCode.MESSAGE_ILLEGAL or not (topic is None or is_blank(topic))
+    """  # noqa: E501
+    if topic is None or is_blank(topic):
+        return NO_RESPONSE_CODE, "The specified topic is blank"
+    if len(utf16_units(topic)) > TOPIC_MAX_LENGTH:
+        return NO_RESPONSE_CODE, f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}."
+    if not set(topic) <= TOPIC_CHARACTERS:
+        return NO_RESPONSE_CODE, (f"The specified topic[{topic}] contains illegal characters, allowing only "
+                                  f"{TOPIC_PATTERN_TEXT}")
+    if topic in NOT_ALLOWED_SEND_TOPICS:
+        return NO_RESPONSE_CODE, f"Sending message to topic[{topic}] is forbidden."
+    if body_len is None:
+        return int(ResponseCode.MESSAGE_ILLEGAL), "the message body is null"
+    if body_len == 0:
+        return int(ResponseCode.MESSAGE_ILLEGAL), "the message body length is zero"
+    if body_len > max_message_size:
+        return int(ResponseCode.MESSAGE_ILLEGAL), f"the message body size over max value, MAX: {max_message_size}"
+    return None
+
