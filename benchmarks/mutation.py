@@ -223,8 +223,7 @@ def _relative(path: str, copy: Path) -> str | None:
 #: infrastructure every machine runs (``INFRASTRUCTURE``); tests/test_lockstep_dimensions.py checks that.
 COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
     "send retry, latency": (("refimpl/client/producer.py", "refimpl/client/sending.py", "refimpl/client/latency.py",
-                             "refimpl/client/validators.py", "refimpl/client/config.py", "refimpl/broker/send.py"),
-                            "send_retry"),
+                             "refimpl/client/validators.py", "refimpl/client/config.py"), "send_retry"),
     "rebalance, allocation, locks": (("refimpl/client/rebalance.py", "refimpl/client/allocate.py",
                                       "refimpl/client/instance.py", "refimpl/broker/locks.py",
                                       "refimpl/broker/clients.py"), "rebalance"),
@@ -241,7 +240,8 @@ COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
                         "refimpl/client/consumer_config.py"), "message_filter"),
     "name server, routes": (("refimpl/namesrv.py", "refimpl/namesrv_admin.py", "refimpl/route.py",
                              "refimpl/properties.py"), "name_server"),
-    "broker requests, admin": (("refimpl/broker/broker.py", "refimpl/broker/topics.py", "refimpl/broker/groups.py",
+    "broker requests, admin": (("refimpl/broker/broker.py", "refimpl/broker/send.py", "refimpl/broker/topics.py",
+                                "refimpl/broker/groups.py",
                                 "refimpl/broker/config.py", "refimpl/broker/admin_topics.py",
                                 "refimpl/broker/admin_runtime.py", "refimpl/broker/admin_maintenance.py",
                                 "refimpl/broker/stats.py", "refimpl/broker/query.py", "refimpl/broker/reply.py",
@@ -249,7 +249,7 @@ COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
     "wire codec, in-process network": (("refimpl/frame.py", "refimpl/remoting.py", "refimpl/message.py",
                                         "refimpl/faults.py"), "remoting"),
     "socket server (serve)": (("refimpl/tcp.py", "refimpl/wireloop.py", "refimpl/served.py", "refimpl/connections.py",
-                               "refimpl/workqueue.py", "refimpl/limits.py"), "system"),
+                               "refimpl/workqueue.py", "refimpl/limits.py"), "tcp"),
 }
 #: The test double's own machinery, which every machine runs: counted in no area.
 INFRASTRUCTURE = ("refimpl/cluster.py", "refimpl/runtime.py", "refimpl/events.py", "refimpl/disk.py",

@@ -68,7 +68,19 @@ UNREACHED_REASONS: dict[str, str] = {
               "with earlier op messages, so no bounded case can be written",
     "TXN-20": "the half and op offsets a pass stores are internal consumer offsets of CID_RMQ_SYS_TRANS; their "
               "effects (nothing checked twice after resolution, nothing lost) are TXN-14/24",
+    "NS-16": "how a client turns a route into its queue tables and when it takes a new route is the client's "
+             "internal state (stated with the name server's routes); nothing a name server or broker answers",
+    "NS-18": "needs the name server stopped and restarted mid-case; the suite drives a running target and cannot "
+             "restart it",
     # client side
+    "SEND-23": "needs the client's topic route to lose every writable queue while it runs and a check that no "
+               "attempt follows; no case drives that yet, and the C++/JS drivers' departures for it are unknown",
+    "SEND-24": "the refused messages (a blank, over-long or illegal topic, a null, empty or oversized body) need a "
+               "driver that sends a message the case chooses; the driver contract names only the topic, of a routed "
+               "topic, and sends bodies of its own",
+    "SEND-25": "namespace wrapping is a pure name mapping inside the client; the driver contract has no variable for "
+               "ClientConfig.namespace, so nothing of it reaches the wire",
+    "SEND-26": "a namespaced producer needs ClientConfig.namespace set; the driver contract has no variable for it",
     "SEND-8": "an ASYNC retry follows only a failure whose first request never reaches the wire (connection "
               "refused): 4.9.8 reports a broker-closed connection only at sendMsgTimeout, when the spent budget "
               "refuses the retry; the queue id the retry must reuse comes from an async thread's random counter",

@@ -50,7 +50,7 @@ def message_properties(tags: str | None = None, keys: str | None = None, *, wait
 
 def send_fields(group: str, topic: str, queue_id: int, properties: Mapping[str, str], *, sys_flag: int = 0,
                 flag: int = 0, reconsume_times: int = 0, max_reconsume_times: int | None = None,
-                batch: bool = False, born_ms: int | None = None) -> dict[str, object]:
+                batch: bool = False, born_ms: int | None = None, unit_mode: bool = False) -> dict[str, object]:
     """The fields of a SendMessageRequestHeader (v1 names)."""
     fields: dict[str, object] = {
         "producerGroup": group,
@@ -63,7 +63,7 @@ def send_fields(group: str, topic: str, queue_id: int, properties: Mapping[str, 
         "flag": flag,
         "properties": encode_properties(properties),
         "reconsumeTimes": reconsume_times,
-        "unitMode": "false",
+        "unitMode": "true" if unit_mode else "false",
         "batch": "true" if batch else "false",
     }
     if max_reconsume_times is not None:
@@ -153,8 +153,15 @@ def update_consumer_offset(group: str, topic: str, queue_id: int, offset: int) -
                                    {"consumerGroup": group, **queue_fields(topic, queue_id), "commitOffset": offset})
 
 
-def route(topic: str) -> RemotingCommand:
-    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+def route(topic: str, *, version: int | None = None, accept_standard_json: bool | None = None) -> RemotingCommand:
+    """GET_ROUTEINFO_BY_TOPIC (``version``: the request's version, 4.9.8's by default; ``accept_standard_json``:
+    the acceptStandardJsonOnly field, left out unless given)."""
+    fields: dict[str, object] = {"topic": topic}
+    if accept_standard_json is not None:
+        fields["acceptStandardJsonOnly"] = "true" if accept_standard_json else "false"
+    if version is None:
+        return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, fields)
+    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, fields, version=version)
 
 
 def cluster_info() -> RemotingCommand:
@@ -219,14 +226,14 @@ def subscription_json(topic: str, expression: str = "*", expression_type: str = 
 
 def heartbeat(client_id: str, *, consumer_groups: Mapping[str, Sequence[dict[str, object]]] | None = None,
               producer_groups: Sequence[str] = (), message_model: str = "CLUSTERING",
-              consume_type: str = "CONSUME_PASSIVELY") -> RemotingCommand:
+              consume_type: str = "CONSUME_PASSIVELY", unit_mode: bool = False) -> RemotingCommand:
     """HEART_BEAT with a HeartbeatData body: ``consumer_groups`` maps a group to its subscriptions."""
     body = {
         "clientID": client_id,
         "producerDataSet": [{"groupName": g} for g in producer_groups],
         "consumerDataSet": [
             {"groupName": g, "consumeType": consume_type, "messageModel": message_model,
-             "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": list(subs), "unitMode": False}
+             "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": list(subs), "unitMode": unit_mode}
             for g, subs in (consumer_groups or {}).items()
         ],
     }
@@ -311,13 +318,14 @@ def properties_body(command: RemotingCommand) -> dict[str, str]:
 # ---- name server registration, KV config, topic lists; broker admin reads (broker/namesrv, broker/admin) ----
 def register_broker(cluster: str, broker_name: str, broker_addr: str, broker_id: int = 0, *,
                     topics: Mapping[str, Mapping[str, object]] | None = None, ha_addr: str | None = None,
-                    data_version: int = 0) -> RemotingCommand:
+                    data_version: int = 0, filter_servers: Sequence[str] = ()) -> RemotingCommand:
     """REGISTER_BROKER as a 4.9.8 broker sends it: a JSON RegisterBrokerBody (``topics`` maps a topic name to its
-    TopicConfig fields, e.g. readQueueNums/writeQueueNums/perm) with its CRC32 in the header."""
+    TopicConfig fields, e.g. readQueueNums/writeQueueNums/perm; ``filter_servers`` its filterServerList) with its
+    CRC32 in the header."""
     table = {name: {"topicName": name, "readQueueNums": 4, "writeQueueNums": 4, "perm": DEFAULT_PERM,
                     "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False, **dict(config)}
              for name, config in (topics or {}).items()}
-    body = json.dumps({"filterServerList": [], "topicConfigSerializeWrapper": {
+    body = json.dumps({"filterServerList": list(filter_servers), "topicConfigSerializeWrapper": {
         "topicConfigTable": table, "dataVersion": {"timestamp": data_version, "counter": data_version}}},
         separators=(",", ":")).encode("utf-8")
     return RemotingCommand.request(RequestCode.REGISTER_BROKER, {
@@ -394,3 +402,161 @@ def update_broker_config(settings: Mapping[str, str]) -> RemotingCommand:
     """UPDATE_BROKER_CONFIG with a properties body (``key=value`` lines)."""
     body = "".join(f"{key}={value}\n" for key, value in settings.items()).encode("utf-8")
     return RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, body)
+
+
+# ---- name server lists, data versions and configuration (broker/namesrv) ----
+def query_data_version(cluster: str, broker_name: str, broker_addr: str, broker_id: int,
+                       body: bytes | None) -> RemotingCommand:
+    """QUERY_DATA_VERSION with a DataVersion body (see :func:`data_version_body`)."""
+    return RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, {
+        "brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": cluster, "brokerId": broker_id}, body)
+
+
+def data_version_body(timestamp: int, counter: int) -> bytes:
+    return json.dumps({"timestamp": timestamp, "counter": counter}, separators=(",", ":")).encode("utf-8")
+
+
+def topics_by_cluster(cluster: str) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_TOPICS_BY_CLUSTER, {"cluster": cluster})
+
+
+def topic_list_request(code: int) -> RemotingCommand:
+    """A header-less topic-list request (GET_SYSTEM_TOPIC_LIST_FROM_NS, GET_UNIT_TOPIC_LIST, ...)."""
+    return RemotingCommand.request(code)
+
+
+def namesrv_config() -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+
+
+def update_namesrv_config(settings: Mapping[str, str]) -> RemotingCommand:
+    """UPDATE_NAMESRV_CONFIG with a properties body (``key=value`` lines)."""
+    body = "".join(f"{key}={value}\n" for key, value in settings.items()).encode("utf-8")
+    return RemotingCommand.request(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body)
+
+
+# ---- broker statistics and maintenance reads (broker/admin, broker/offsets, broker/clients) ----
+def topic_stats(topic: str | None) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {} if topic is None else {"topic": topic})
+
+
+def query_consume_queue(topic: str, queue_id: int, index: int, count: int,
+                        group: str | None = None) -> RemotingCommand:
+    fields: dict[str, object] = {"topic": topic, "queueId": queue_id, "index": index, "count": count}
+    if group is not None:
+        fields["consumerGroup"] = group
+    return RemotingCommand.request(RequestCode.QUERY_CONSUME_QUEUE, fields)
+
+
+def view_broker_stats(stats_name: str, stats_key: str) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": stats_name,
+                                                                        "statsKey": stats_key})
+
+
+def send_reply(group: str, topic: str, body: bytes, queue_id: int, properties: Mapping[str, str]) -> RemotingCommand:
+    """SEND_REPLY_MESSAGE_V2: a send header (one-letter names) as a requester's reply producer writes it."""
+    fields = send_fields(group, topic, queue_id, properties)
+    return RemotingCommand.request(RequestCode.SEND_REPLY_MESSAGE_V2, {_V2_NAMES[k]: v for k, v in fields.items()},
+                                   body)
+
+
+def all_producer_info() -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_ALL_PRODUCER_INFO)
+
+
+def consume_stats(group: str, topic: str | None = None) -> RemotingCommand:
+    fields: dict[str, object] = {"consumerGroup": group}
+    if topic is not None:
+        fields["topic"] = topic
+    return RemotingCommand.request(RequestCode.GET_CONSUME_STATS, fields)
+
+
+def query_correction_offset(topic: str, compare_group: str, filter_groups: Sequence[str]) -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.QUERY_CORRECTION_OFFSET, {
+        "topic": topic, "compareGroup": compare_group, "filterGroups": ",".join(filter_groups)})
+
+
+def fastjson_loads(data: bytes | str) -> Any:
+    """A fastjson body whose map keys may be objects (``{{"topic":..,"queueId":0}:{...}}``, as a map keyed by
+    MessageQueue is written) or bare numbers: such a key is read as the JSON text of the key, sorted
+    (``json.dumps(key, sort_keys=True)``); other keys as usual."""
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    decoder = json.JSONDecoder()
+    pos = 0
+
+    def skip() -> None:
+        nonlocal pos
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+
+    def value() -> Any:
+        nonlocal pos
+        skip()
+        if text[pos] == "{":
+            pos += 1
+            result: dict[str, Any] = {}
+            skip()
+            if text[pos] == "}":
+                pos += 1
+                return result
+            while True:
+                skip()
+                if text[pos] == '"':
+                    key: Any = value()
+                elif text[pos] in "{[":
+                    key = json.dumps(value(), sort_keys=True)
+                else:
+                    start = pos
+                    while text[pos] not in ":":
+                        pos += 1
+                    key = text[start:pos].strip()
+                skip()
+                if text[pos] != ":":
+                    raise ValueError(f"':' expected at {pos}")
+                pos += 1
+                result[str(key)] = value()
+                skip()
+                if text[pos] == ",":
+                    pos += 1
+                    continue
+                if text[pos] == "}":
+                    pos += 1
+                    return result
+                raise ValueError(f"',' or '}}' expected at {pos}")
+        if text[pos] == "[":
+            pos += 1
+            items: list[Any] = []
+            skip()
+            if text[pos] == "]":
+                pos += 1
+                return items
+            while True:
+                items.append(value())
+                skip()
+                if text[pos] == ",":
+                    pos += 1
+                    continue
+                if text[pos] == "]":
+                    pos += 1
+                    return items
+                raise ValueError(f"',' or ']' expected at {pos}")
+        parsed, pos = decoder.raw_decode(text, pos)
+        return parsed
+
+    try:
+        return value()
+    except IndexError:
+        raise ValueError("truncated JSON") from None
+
+
+def queue_keyed(table: Mapping[str, Any]) -> dict[tuple[str, str, int], Any]:
+    """A map keyed by MessageQueue (read by :func:`fastjson_loads`) as {(topic, brokerName, queueId): value}."""
+    found: dict[tuple[str, str, int], Any] = {}
+    for key, item in table.items():
+        try:
+            mq = json.loads(key)
+        except ValueError:
+            continue
+        if isinstance(mq, dict):
+            found[(str(mq.get("topic")), str(mq.get("brokerName")), int(mq.get("queueId", -1)))] = item
+    return found

@@ -49,6 +49,11 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "enablePropertyFilter": "false",
     "notifyConsumerIdsChangedEnable": "true",
     "brokerPermission": "6",
+    "defaultTopicQueueNums": "8",
+    "clusterTopicEnable": "true",
+    "brokerTopicEnable": "true",
+    "storeReplyMessageEnable": "true",
+    "aclEnable": "false",
 }
 
 

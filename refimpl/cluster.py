@@ -10,7 +10,8 @@ with Cluster(brokers=2, clock="simulated", seed=7) as cluster:
     cluster.run_until_idle()
 ```
 
-Brokers are named ``broker-a``, ``broker-b``, …; every client gets its own client instance (client id
+Brokers are named ``broker-a``, ``broker-b``, … (or ``broker_names=[...]``, e.g. ``room1@broker-a`` for the
+MACHINE_ROOM strategy); every client gets its own client instance (client id
 ``127.0.0.1@<group>-<n>``). Options of producers and consumers are the fields of ``ProducerConfig`` /
 ``ConsumerConfig`` passed as keyword arguments.
 
@@ -20,6 +21,11 @@ clients then sign with ``access_key=`` / ``secret_key=`` (``ClientConfig``), as 
 ``wire_codec="json"`` (or ``"rocketmq"``, the binary header) passes every command of the in-process network through
 the frame codec as it arrives, so components see only what a socket carries (strings for header fields, no body
 for an empty one), as under ``rocketspec serve``; the stateful machines run with it.
+
+``name_servers=2`` starts more name servers (``namesrvs``; nodes ``namesrv``, ``namesrv-2``, ... on the next ports):
+brokers register with every one, clients dial the first; ``stop_namesrv(i)`` / ``start_namesrv(i)`` restart one.
+``slaves=1`` gives every master a slave (broker id 1, under the master's name, ``SLAVE_PORT_OFFSET`` ports up),
+started after its master so that the name servers answer it its master's address; ``stop_slave`` / ``start_slave``.
 
 ``sinks=[...]`` hands the run's events to what the caller passes (``EventSink``: a trace recorder of
 ``rocketspec.traces``, attached before anything starts and closed with the cluster); ``add_sink`` attaches one later.
@@ -52,7 +58,7 @@ from rocketspec.refimpl.events import BrokerRestart, Event, EventLog, EventSink
 from rocketspec.refimpl.faults import Faults
 from rocketspec.refimpl.frame import WIRE_CODECS, round_trip
 from rocketspec.refimpl.message import MessageExt, decode_stored_message
-from rocketspec.refimpl.namesrv import NameServer
+from rocketspec.refimpl.namesrv import NAMESRV_NODE, NameServer
 from rocketspec.refimpl.remoting import Network
 from rocketspec.refimpl.runtime import RealRuntime, Runtime, SimulatedRuntime
 from rocketspec.refimpl.store import Disk, FileDisk, MemoryDisk
@@ -61,12 +67,22 @@ from rocketspec.spec.protocol import (
     DEFAULT_NAMESRV_PORT,
     DEFAULT_PERM,
     DELAY_LEVEL_MILLIS,
+    LITE_PULL_BATCH_SIZE,
+    LITE_PULL_BROKER_SUSPEND_MAX_TIME_MS,
     ConsumeFromWhere,
     MessageModel,
+    split_addr,
 )
 from rocketspec.spec.queues import MessageQueue
 
 _CLOCKS = ("simulated", "real")
+# A slave listens this many ports above its master per broker id (clear of the master's HA and VIP ports).
+SLAVE_PORT_OFFSET = 1000
+
+
+def namesrv_node(index: int) -> str:
+    """The node of name server ``index``: ``namesrv``, then ``namesrv-2``, ``namesrv-3``, ..."""
+    return NAMESRV_NODE if index == 0 else f"{NAMESRV_NODE}-{index + 1}"
 
 
 def broker_name(index: int) -> str:
@@ -117,16 +133,25 @@ class Cluster:
         acl: str | Path | AclConfig | None = None,
         runtime: Runtime | None = None,
         wire_codec: str | None = None,
+        broker_names: Sequence[str] | None = None,
+        name_servers: int = 1,
+        slaves: int = 0,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError("brokers must be a positive integer")
+        if not isinstance(name_servers, int) or name_servers < 1:
+            raise ValueError("name_servers must be a positive integer")
+        if not isinstance(slaves, int) or slaves < 0:
+            raise ValueError("slaves must be a non-negative integer")
         if clock not in _CLOCKS:
             raise ValueError(f"clock must be one of {', '.join(_CLOCKS)}, not {clock!r}")
         if flush not in ("async", "sync"):
             raise ValueError("flush must be 'async' or 'sync'")
         if broker_addrs is not None and len(broker_addrs) != brokers:
             raise ValueError(f"broker_addrs has {len(broker_addrs)} addresses for {brokers} brokers")
+        if broker_names is not None and (len(broker_names) != brokers or len(set(broker_names)) != brokers):
+            raise ValueError(f"broker_names must name {brokers} distinct brokers: {list(broker_names)}")
         _split_options(BrokerConfig, broker_options, "broker")
         # Plain ACL on every broker (aclEnable with this plain_acl.yml); a bad file fails here, before anything runs.
         self.acl: AclConfig | None = load_acl_file(acl) if isinstance(acl, (str, Path)) else acl
@@ -155,6 +180,16 @@ class Cluster:
         self.namesrv_addr = namesrv_addr or f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
         self._broker_addrs = list(broker_addrs) if broker_addrs is not None else None
         self.namesrv = NameServer(self.runtime, self.network, self.events, self.namesrv_addr)
+        # More name servers listen on the next ports (nodes namesrv-2, ...): brokers register with every one (their
+        # namesrvAddr is the list joined by ";"), clients dial the first.
+        host, port = split_addr(self.namesrv_addr)
+        self.namesrvs: list[NameServer] = [self.namesrv] + [
+            NameServer(self.runtime, self.network, self.events, f"{host}:{port + i}", namesrv_node(i))
+            for i in range(1, name_servers)]
+        self.namesrv_addrs: list[str] = [n.addr for n in self.namesrvs]
+        # Slave brokers: ids 1..slaves under each master's name (``slaves[(name, id)]``), started after the masters.
+        self.slaves: dict[tuple[str, int], Broker] = {}
+        self._slave_disks: dict[tuple[str, int], Disk] = {}
         self._data_dir = Path(data_dir) if data_dir is not None else None
         self._flush = flush
         self._broker_options = broker_options
@@ -163,12 +198,18 @@ class Cluster:
         self._clients: list[ClientInstance] = []
         self._instance_counter: dict[str, int] = {}
         self._closed = False
-        self.runtime.submit(self.namesrv.start)
+        for namesrv in self.namesrvs:
+            self.runtime.submit(namesrv.start)
         for i in range(brokers):
-            name = broker_name(i)
+            name = broker_names[i] if broker_names is not None else broker_name(i)
             disk: Disk = FileDisk(self._data_dir / name) if self._data_dir is not None else MemoryDisk()
             self._disks[name] = disk
             self.runtime.submit(partial(self._start_broker, name))
+        for name in list(self._disks):
+            for broker_id in range(1, slaves + 1):
+                self._slave_disks[(name, broker_id)] = (
+                    FileDisk(self._data_dir / f"{name}-{broker_id}") if self._data_dir is not None else MemoryDisk())
+                self.runtime.submit(partial(self._start_slave, name, broker_id))
         self.runtime.submit(lambda: None)
 
     # ------------------------------------------------------------------------------------------------- lifecycle
@@ -190,9 +231,10 @@ class Cluster:
         def stop_all() -> None:
             for instance in self._clients:
                 instance.shutdown()
-            for broker in self.brokers.values():
+            for broker in [*self.brokers.values(), *self.slaves.values()]:
                 broker.shutdown()
-            self.namesrv.shutdown()
+            for namesrv in self.namesrvs:
+                namesrv.shutdown()
 
         self.runtime.submit(stop_all)
         self.runtime.close()
@@ -243,11 +285,58 @@ class Cluster:
 
     def _start_broker(self, name: str) -> Broker:
         index = list(self._disks).index(name)
-        broker = Broker(self._broker_config(name, index), self.runtime, self.network, self.events, self.namesrv_addr,
-                        disk=self._disks[name], acl=self.acl)
+        broker = Broker(self._broker_config(name, index), self.runtime, self.network, self.events,
+                        ";".join(self.namesrv_addrs), disk=self._disks[name], acl=self.acl)
         broker.start()
         self.brokers[name] = broker
         return broker
+
+    def _start_slave(self, name: str, broker_id: int) -> Broker:
+        """A slave (``brokerId`` > 0) of ``name``: the master's settings, an address ``SLAVE_PORT_OFFSET`` ports up
+        per id; it registers with the name servers after its master, which answer it the master's address."""
+        config = self._broker_config(name, list(self._disks).index(name))
+        host, port = split_addr(config.addr)
+        config = attrs.evolve(config, broker_id=broker_id, addr=f"{host}:{port + SLAVE_PORT_OFFSET * broker_id}")
+        broker = Broker(config, self.runtime, self.network, self.events, ";".join(self.namesrv_addrs),
+                        disk=self._slave_disks[(name, broker_id)], acl=self.acl)
+        broker.start()
+        self.slaves[(name, broker_id)] = broker
+        return broker
+
+    def slave(self, name: str, broker_id: int = 1) -> Broker:
+        try:
+            return self.slaves[(name, broker_id)]
+        except KeyError:
+            raise KeyError(f"no slave {broker_id} of {name!r} running") from None
+
+    def stop_slave(self, name: str, broker_id: int = 1, *, crash: bool = False) -> None:
+        """Stop a slave cleanly (it unregisters) or by a crash (its connections just close)."""
+        slave = self.slave(name, broker_id)
+
+        def stop() -> None:
+            if crash:
+                slave.crash()
+            else:
+                slave.shutdown()
+            del self.slaves[(name, broker_id)]
+
+        self.runtime.submit(stop)
+
+    def start_slave(self, name: str, broker_id: int = 1) -> Broker:
+        """Start a stopped slave from its disk."""
+        if (name, broker_id) in self.slaves:
+            raise ValueError(f"slave {broker_id} of {name} is running")
+        if (name, broker_id) not in self._slave_disks:
+            raise KeyError(f"no slave {broker_id} of {name!r}")
+        return self.runtime.submit(lambda: self._start_slave(name, broker_id))
+
+    def stop_namesrv(self, index: int = 0) -> None:
+        """Stop name server ``index``: its connections close and its route tables are gone (the KV config stays)."""
+        self.runtime.submit(self.namesrvs[index].shutdown)
+
+    def start_namesrv(self, index: int = 0) -> None:
+        """Start a stopped name server again: brokers register with it at their next period."""
+        self.runtime.submit(self.namesrvs[index].start)
 
     def broker(self, name: str) -> Broker:
         try:
@@ -401,6 +490,9 @@ class Cluster:
         if (subscriptions is None) == (queues is None):
             raise ValueError("give either subscriptions or queues")
         client_options = self._pop_client_options(options)
+        # DefaultLitePullConsumer's own defaults, where they are not DefaultMQPushConsumer's (ConsumerConfig's).
+        options.setdefault("pull_batch_size", LITE_PULL_BATCH_SIZE)
+        options.setdefault("broker_suspend_max_time_ms", LITE_PULL_BROKER_SUSPEND_MAX_TIME_MS)
         config = self._consumer_config(group, options)
         instance = self._instance(group, client_options)
         consumer = LitePullConsumer(instance, config)

@@ -23,6 +23,10 @@ that runs for months must not), this one departs from it:
   may forget another address of the same channel instead of the expired one; here the expired address is forgotten,
   then the other addresses of its (closed) channel.
 
+A stopped name server (``shutdown``) forgets its route tables and its configuration updates, and keeps its KV
+config (4.9.8 reloads ``kvConfig.json`` at start); ``start`` again listens and schedules its scans from scratch. The
+node it listens as (``node``) names it for fault rules when a cluster has several.
+
 Invariant (tests/test_refimpl_namesrv.py): every listed address has a live entry (so expiry or its channel's close
 reaches it), no broker data, cluster or topic is left empty, clusters and topics name only listed broker names, and
 filter servers belong to live addresses.
@@ -81,11 +85,12 @@ class NameServer:
     """A RocketMQ name server listening on ``addr`` of a ``Network`` (node ``namesrv``)."""
 
     def __init__(self, runtime: Runtime, network: Network, events: EventLog | None = None,
-                 addr: str = DEFAULT_NAMESRV_ADDR) -> None:
+                 addr: str = DEFAULT_NAMESRV_ADDR, node: str = NAMESRV_NODE) -> None:
         self.runtime = runtime
         self.network = network
         self.events = events
         self.addr = addr
+        self.node = node
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
         self.broker_addr_table: dict[str, BrokerData] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
@@ -108,13 +113,14 @@ class NameServer:
     def start(self) -> None:
         if self.running:
             return
-        self.network.listen(self.addr, NAMESRV_NODE, self)
-        self._scan_timer = self.runtime.call_every(NAMESRV_SCAN_INTERVAL_MS, self.scan_not_active_brokers,
+        self.network.listen(self.addr, self.node, self)
+        self._scan_timer = self.runtime.call_every(NAMESRV_SCAN_INTERVAL_MS, self._scan_tick,
                                                    initial_delay_ms=NAMESRV_SCAN_INITIAL_DELAY_MS)
         self.running = True
 
     def shutdown(self) -> None:
-        """Stop listening; the route tables live in memory only and are gone with the process."""
+        """Stop listening; the route tables live in memory only and are gone with the process, and the next start
+        has the configuration the process started with; the KV config stays (``kvConfig.json``)."""
         if not self.running:
             return
         self.running = False
@@ -126,6 +132,11 @@ class NameServer:
         self.cluster_addr_table.clear()
         self.broker_live_table.clear()
         self.filter_server_table.clear()
+        self.admin.reset_config()
+
+    def _scan_tick(self) -> None:
+        # Looked up on each tick (not bound at start), so that a wrapper installed later sees every scan.
+        self.scan_not_active_brokers()
 
     # server ---------------------------------------------------------------------------------------------------------
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:

@@ -3,8 +3,8 @@
 - KV config: namespaced key/value pairs (``PUT_KV_CONFIG``, ``GET_KV_CONFIG``, ``DELETE_KV_CONFIG``,
   ``GET_KVLIST_BY_NAMESPACE``). The ``ORDER_TOPIC_CONFIG`` namespace is what ``mqadmin updateTopic -o true`` writes:
   every REGISTER_BROKER answer carries that namespace as a ``KVTable``, and brokers set their topics' order flag
-  from it (``TopicConfigManager.updateOrderTopicConfig``). Kept in memory: a real name server also writes
-  ``kvConfig.json``, which only matters across its restarts, and ours forgets its routes then anyway.
+  from it (``TopicConfigManager.updateOrderTopicConfig``). Kept in memory across the name server's restarts, as a
+  real one keeps it in ``kvConfig.json`` (``KVConfigManager.load``).
 - Topic lists: ``GET_ALL_TOPIC_LIST_FROM_NAMESERVER``, ``GET_TOPICS_BY_CLUSTER``, ``GET_SYSTEM_TOPIC_LIST_FROM_NS``,
   the unit-topic lists (``TopicList`` bodies) and ``DELETE_TOPIC_IN_NAMESRV`` (the route goes; brokers keep their
   config).
@@ -12,21 +12,29 @@
   permission in every route (until its next registration with a changed data version).
 - ``GET_NAMESRV_CONFIG`` / ``UPDATE_NAMESRV_CONFIG``: ``NamesrvConfig`` and ``NettyServerConfig`` as properties;
   ``orderMessageEnable`` is live (routes then carry ``orderTopicConf`` from the ORDER_TOPIC_CONFIG namespace), the
-  others are reported back.
+  others are reported back. ``configBlackList``, ``configStorePath``, ``kvConfigPath`` and ``rocketmqHome`` are
+  always black-listed (``DefaultRequestProcessor.initConfigBlackList``), with the keys ``configBlackList`` names; a
+  known key takes a value as ``MixAll.properties2Object`` reads its Java type (``Boolean.parseBoolean``, an integer
+  only when ``Integer.parseInt`` reads it). An update lasts until the name server stops: a restarted one has the
+  configuration it started with (the command line's, not the file ``Configuration.persist`` writes).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rocketspec.refimpl.broker.admin_runtime import parse_properties
+from rocketspec.refimpl.properties import parse_properties
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.route import dumps_java
+from rocketspec.spec.java import parse_long
 from rocketspec.spec.protocol import (
-    DEFAULT_NAMESRV_PORT,
     NAMESPACE_ORDER_TOPIC_CONFIG,
+    NAMESRV_CONFIG_ALWAYS_BLACK,
+    NAMESRV_CONFIG_DEFAULTS,
     PERM_READ,
     PERM_WRITE,
+    TOPIC_SYS_FLAG_UNIT,
+    TOPIC_SYS_FLAG_UNIT_SUB,
     RequestCode,
     ResponseCode,
 )
@@ -36,24 +44,26 @@ if TYPE_CHECKING:
 
 
 # NamesrvConfig + NettyServerConfig of 4.9.8 with their defaults (paths blank: no files here).
-NAMESRV_DEFAULTS: dict[str, str] = {
-    "clusterTest": "false", "configBlackList": "configBlackList;configStorePath;kvConfigPath", "configStorePath": "",
-    "kvConfigPath": "", "listenPort": str(DEFAULT_NAMESRV_PORT), "orderMessageEnable": "false",
-    "productEnvName": "center",
-    "rocketmqHome": "", "serverAsyncSemaphoreValue": "64", "serverCallbackExecutorThreads": "0",
-    "serverChannelMaxIdleTimeSeconds": "120", "serverOnewaySemaphoreValue": "256",
-    "serverPooledByteBufAllocatorEnable": "true", "serverSelectorThreads": "3", "serverSocketBacklog": "1024",
-    "serverSocketRcvBufSize": "0", "serverSocketSndBufSize": "0", "serverWorkerThreads": "8",
-    "useEpollNativeSelector": "false", "writeBufferHighWaterMark": "0", "writeBufferLowWaterMark": "0",
-}
-# TopicSysFlag bits.
-_FLAG_UNIT = 0x1
-_FLAG_UNIT_SUB = 0x2
+NAMESRV_DEFAULTS: dict[str, str] = dict(NAMESRV_CONFIG_DEFAULTS)
+_FLAG_UNIT = TOPIC_SYS_FLAG_UNIT
+_FLAG_UNIT_SUB = TOPIC_SYS_FLAG_UNIT_SUB
 
 
 def _java(text: str | None) -> str:
     """A header field as Java's string concatenation prints it (a missing one is null)."""
     return "null" if text is None else text
+
+
+def _java_value(default: str, old: str, text: str) -> str:
+    """A property's value after ``MixAll.properties2Object`` sets it from ``text``: booleans by
+    ``Boolean.parseBoolean`` (no trimming), integers only when ``Integer.parseInt`` reads them (else unchanged),
+    strings as given; the field's type is its default's."""
+    if default in ("true", "false"):
+        return "true" if text.lower() == "true" else "false"
+    if parse_long(default, 32) is not None:
+        number = parse_long(text, 32)
+        return old if number is None else str(number)
+    return text
 
 
 def kv_table_json(table: dict[str, str]) -> bytes:
@@ -103,7 +113,12 @@ class NamesrvAdmin:
     def __init__(self, namesrv: NameServer) -> None:
         self.namesrv = namesrv
         self.kv = KVConfigManager()
-        self.config = dict(NAMESRV_DEFAULTS, listenPort=namesrv.addr.rpartition(":")[2])
+        self.config: dict[str, str] = {}
+        self.reset_config()
+
+    def reset_config(self) -> None:
+        """The configuration the name server starts with (its port; the defaults otherwise)."""
+        self.config = dict(NAMESRV_DEFAULTS, listenPort=self.namesrv.addr.rpartition(":")[2])
 
     @property
     def order_message_enable(self) -> bool:
@@ -255,16 +270,12 @@ class NamesrvAdmin:
         ignored (``Configuration.update`` merges only existing keys)."""
         if request.body is None:
             return request.response(ResponseCode.SUCCESS)
-        try:
-            props = parse_properties(request.body.decode("utf-8"))
-        except UnicodeDecodeError:
-            return request.response(ResponseCode.SYSTEM_ERROR, remark="string2Properties error")
-        black = {k for k in self.config["configBlackList"].split(";") if k}
+        # new String(body, UTF_8): undecodable bytes become U+FFFD, as in Java.
+        props = parse_properties(request.body.decode("utf-8", errors="replace"))
+        black = set(NAMESRV_CONFIG_ALWAYS_BLACK) | {k for k in self.config["configBlackList"].split(";") if k}
         if black & set(props):
             return request.response(ResponseCode.NO_PERMISSION, remark="Can not update config in black list.")
         for key, value in props.items():
             if key in self.config:
-                default = NAMESRV_DEFAULTS[key]
-                self.config[key] = ("true" if value.strip().lower() == "true" else "false") \
-                    if default in ("true", "false") else value
+                self.config[key] = _java_value(NAMESRV_DEFAULTS[key], self.config[key], value)
         return request.response(ResponseCode.SUCCESS)

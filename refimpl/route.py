@@ -427,8 +427,10 @@ class RegisterBrokerBody:
         for _ in range(count):
             tc = TopicConfig.decode_text(chunk().decode("utf-8"))
             table[tc.topic_name] = tc
+        # A short chunk fails the whole body (RegisterBrokerBody.readBytes throws); only its JSON is forgiven.
+        listed = chunk()
         try:
-            servers = [str(s) for s in json.loads(chunk().decode("utf-8")) or []]
+            servers = [str(s) for s in json.loads(listed.decode("utf-8")) or []]
         except (ValueError, TypeError):
             servers = []  # Java logs the parse error and keeps an empty list
         return cls(table, version, servers)

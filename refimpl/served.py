@@ -303,6 +303,10 @@ class ServedCluster:
             raise RuntimeError("the served cluster is closed")
         return self.cluster
 
+    def endpoint(self, node: str) -> TcpEndpoint:
+        """The listener (and its connections) serving ``node``: ``namesrv`` or a broker's name."""
+        return self._endpoints[node]
+
     def connections(self, node: str | None = None) -> int:
         """Open client connections (to one node, or in all)."""
         return sum(len(e.connections) for n, e in self._endpoints.items() if node in (None, n))

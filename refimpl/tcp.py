@@ -6,6 +6,9 @@ executor (``workqueue``) and run by the server's ``handle`` in a later turn of t
 to the socket at once: a request never changes threads. Each component keeps its single-threaded state and the
 transport only moves commands.
 
+A broker's VIP channel (its port - 2, ``bind_also``) serves every request as its main port does but a pull, which
+only the main port has a processor for: the default processor answers it as an unknown code (WIRE-14).
+
 One bad connection never disturbs another: a frame that cannot be decoded or is over 16 MiB closes its own connection
 (as Netty's decoder does in RocketMQ); an unknown code or a malformed header gets an error response from the server's
 ``dispatch``; a failure inside the transport is logged and closes that connection only.
@@ -43,13 +46,17 @@ from rocketspec.refimpl.remoting import (
     RemotingSendRequestError,
     RemotingTimeoutError,
     Server,
+    dispatch,
 )
 from rocketspec.refimpl.runtime import Future, Runtime
 from rocketspec.refimpl.wireloop import WireLoop
 from rocketspec.refimpl.workqueue import REQUEST_OVERHEAD_BYTES, NodeQueues, Work, WorkQueues, executor_of
 from rocketspec.spec.protocol import (
     OVERLOAD_REMARK,
+    OWN_SERIALIZE_TYPE,
     TIMEOUT_CLEAN_QUEUE_REMARK,
+    VIP_CHANNEL_UNSERVED_CODES,
+    Executor,
     RequestCode,
     ResponseCode,
     SerializeType,
@@ -110,15 +117,19 @@ class TcpChannel:
     server side's.
     """
 
-    def __init__(self, endpoint: TcpEndpoint, transport: asyncio.Transport) -> None:
+    def __init__(self, endpoint: TcpEndpoint, transport: asyncio.Transport, *, vip: bool = False) -> None:
         self.endpoint = endpoint
+        # Accepted on the broker's VIP channel (port - 2): the codes only its main port serves are unknown there.
+        self.vip = vip
         self.id = next(_connection_ids)
         self.transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
         sock = transport.get_extra_info("sockname") or ("?", 0)
         self.remote_addr = f"{peer[0]}:{peer[1]}"
         self.local_addr = f"{sock[0]}:{sock[1]}"
-        # Requests the broker starts use the type the client spoke last; a response, its own request's type.
+        # A response takes its own request's type; the type the client spoke last is for an answer whose request's
+        # is not known. What the server creates itself (its requests, its flow-control answers) is in its own type,
+        # OWN_SERIALIZE_TYPE, whatever the client speaks (RemotingCommand.serializeTypeConfigInThisServer).
         self.serialize = SerializeType.JSON
         self._serialize_of: dict[int, SerializeType] = {}
         self._lost_answers: set[int] = set()
@@ -254,9 +265,11 @@ class TcpChannel:
         while self._parked and self._open and not self.lost and not self.unread:
             self._parked.popleft().run()
 
-    def send_response(self, response: RemotingCommand) -> None:
+    def send_response(self, response: RemotingCommand, *, own: bool = False) -> None:
+        """Write the answer to a request, in the request's serialize type; ``own``: an answer the server gives in
+        place of the processor's (flow control), in the server's own type (WIRE-17)."""
         requested = self._serialize_of.pop(response.opaque, None)
-        serialize = requested if requested is not None else self.serialize
+        serialize = OWN_SERIALIZE_TYPE if own else requested if requested is not None else self.serialize
         if response.opaque in self._held_opaques:
             self._held_opaques.discard(response.opaque)
             self.endpoint.wire.now_or_later(lambda: self._held_by(-1))
@@ -266,7 +279,7 @@ class TcpChannel:
         self._write(response, serialize)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:
-        self._write(request, self.serialize)
+        self._write(request, OWN_SERIALIZE_TYPE)
 
     def invoke(self, request: RemotingCommand, timeout_ms: int) -> Future[RemotingCommand]:
         future: Future[RemotingCommand] = Future()
@@ -277,7 +290,7 @@ class TcpChannel:
         timer = self.endpoint.runtime.call_later(timeout_ms, lambda: self._expire(request.opaque, timeout_ms),
                                                  daemon=True)
         future.add_done_callback(lambda _f: timer.cancel())
-        self._write(request, self.serialize)
+        self._write(request, OWN_SERIALIZE_TYPE)
         return future
 
     def _expire(self, opaque: int, timeout_ms: int) -> None:
@@ -335,8 +348,9 @@ class _Protocol(asyncio.BufferedProtocol):
     """One connection's bytes into frames. Reads are at most ``READ_CHUNK_BYTES`` so that one connection full of
     small requests cannot hold the loop for long nor read far past its in-flight limit in one go."""
 
-    def __init__(self, endpoint: TcpEndpoint) -> None:
+    def __init__(self, endpoint: TcpEndpoint, vip: bool = False) -> None:
         self.endpoint = endpoint
+        self.vip = vip
         self.reader = FrameReader()
         self.channel: TcpChannel | None = None
 
@@ -349,7 +363,7 @@ class _Protocol(asyncio.BufferedProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)  # uvloop's TCPTransport is one without subclassing it
-        channel = TcpChannel(self.endpoint, transport)
+        channel = TcpChannel(self.endpoint, transport, vip=self.vip)
         limits = self.endpoint.limits
         transport.set_write_buffer_limits(high=limits.write_high_water, low=limits.write_low_water)
         if not self.endpoint.guard.admit(channel):
@@ -473,8 +487,8 @@ class TcpEndpoint:
             raise RuntimeError(f"{self.node} is not serving")
         return self._runtime
 
-    async def _bind(self, host: str, port: int) -> int:
-        server = await self.wire.loop.create_server(lambda: _Protocol(self), host, port, reuse_address=True,
+    async def _bind(self, host: str, port: int, vip: bool = False) -> int:
+        server = await self.wire.loop.create_server(lambda: _Protocol(self, vip), host, port, reuse_address=True,
                                                     start_serving=False)
         if self.limits.socket_send_buffer:
             # The kernel would otherwise absorb megabytes of answers for a client that does not read, and the
@@ -494,8 +508,10 @@ class TcpEndpoint:
         return self.port
 
     def bind_also(self, host: str, port: int) -> int:
-        """Bind one more listening socket for the same node (a broker's VIP channel); returns its port."""
-        return self.wire.run(self._bind(host, port))
+        """Bind one more listening socket for the same node, a broker's VIP channel (its fast remoting server):
+        every request served as on the main port but those only the main port has a processor for (WIRE-14);
+        returns its port."""
+        return self.wire.run(self._bind(host, port, vip=True))
 
     def unbind(self) -> None:
         """Close every listening socket bound so far (before serving: a port pair that did not fit)."""
@@ -558,7 +574,7 @@ class TcpEndpoint:
                 channel.ran()
 
         work = Work(run=run, expire=expire, cost=size + REQUEST_OVERHEAD_BYTES,
-                    executor=executor_of(command.code, namesrv=self.namesrv), dead=lambda: not channel.runs(command),
+                    executor=self._executor(channel, command), dead=lambda: not channel.runs(command),
                     blocked=channel.must_wait, park=channel.park, source=channel.id)
         if self._queues.offer(work):
             if counted:
@@ -569,8 +585,8 @@ class TcpEndpoint:
         if command.is_response or command.is_oneway:
             return  # nobody waits for an answer: the request is lost, as a rejected oneway request is in RocketMQ
         busy = command.response(ResponseCode.SYSTEM_BUSY, remark=OVERLOAD_REMARK)
-        try:
-            data = encode(busy, serialize)
+        try:  # created by the server, not a processor's answer: in the server's own type (WIRE-17)
+            data = encode(busy, OWN_SERIALIZE_TYPE)
         except Exception:  # the header of the request cannot be echoed back: the client times out instead
             return
         self.busy_answers += 1
@@ -579,6 +595,13 @@ class TcpEndpoint:
         if not self._refusals_scheduled:
             self._refusals_scheduled = True
             self.runtime.call_soon(self._observe_refusals)
+
+    def _executor(self, channel: TcpChannel, command: RemotingCommand) -> Executor:
+        """The executor a request waits for: on the VIP channel a code it has no processor for is the default
+        processor's, the admin executor (BrokerController.registerProcessor)."""
+        if channel.vip and command.code in VIP_CHANNEL_UNSERVED_CODES:
+            return Executor.ADMIN
+        return executor_of(command.code, namesrv=self.namesrv)
 
     # as requests run ------------------------------------------------------------------------------------------------
     def _observe_refusals(self) -> None:
@@ -628,7 +651,8 @@ class TcpEndpoint:
         self._accepted(channel, command, serialize, None)
         if not command.is_oneway:
             channel.send_response(command.response(
-                ResponseCode.SYSTEM_BUSY, remark=TIMEOUT_CLEAN_QUEUE_REMARK.format(waited=waited_ms, size=size)))
+                ResponseCode.SYSTEM_BUSY, remark=TIMEOUT_CLEAN_QUEUE_REMARK.format(waited=waited_ms, size=size)),
+                own=True)
 
     @staticmethod
     def _unanswered(channel: TcpChannel, command: RemotingCommand) -> None:
@@ -685,7 +709,10 @@ class TcpEndpoint:
         if not respond and not command.is_oneway:
             channel._lost_answers.add(command.opaque)
         try:
-            response = server.handle(command, channel)
+            if channel.vip and command.code in VIP_CHANNEL_UNSERVED_CODES:
+                response = self.answer_unserved(server, channel, command)
+            else:
+                response = server.handle(command, channel)
         except Exception:  # dispatch already answers handler errors; this is a bug in the server itself
             log.exception("%s: %s failed", self.node, command.code_name())
             response = command.response(ResponseCode.SYSTEM_ERROR, remark="internal server error")
@@ -697,3 +724,14 @@ class TcpEndpoint:
             self._unanswered(channel, command)
         else:  # a broker answers it later (a held pull) or when the connection closes
             channel.hold(command.opaque)
+
+    @staticmethod
+    def answer_unserved(server: Server, channel: TcpChannel, command: RemotingCommand) -> RemotingCommand | None:
+        """Process a request the VIP channel has no processor for (a pull, WIRE-14): its default processor,
+        AdminBrokerProcessor, answers it as an unknown code (getUnknownCmdResponse), after the ACL hook that runs
+        before every processor (NettyRemotingAbstract.processRequestCommand, doBeforeRpcHooks)."""
+        acl = getattr(server, "acl", None)
+        refused = acl.refusal(command, channel.remote_addr) if acl is not None else None
+        if refused is not None:
+            return None if command.is_oneway else cast(RemotingCommand, refused)
+        return dispatch({}, command, channel)

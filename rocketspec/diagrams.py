@@ -87,11 +87,28 @@ def _broker(state: Any) -> tuple[str, ...]:
 def _call(call: Any) -> str:
     if call is None:
         return "not sent"
+    if call.seen:
+        return "answered"
     if call.answered:
-        return "answered" if not call.waiting else "answered, caller waiting"
+        return "answered, caller waiting" if call.waiting else "answered after the caller gave up"
     if call.oneway:
         return "oneway sent"
+    if call.flagged:
+        return "sent marked as a response"
     return "waiting for the answer" if call.waiting else "caller gave up"
+
+
+def _retrying(state: Any) -> tuple[str, ...]:
+    """The retrying consumer: what it does with the messages it holds (RETRY-*)."""
+    if any(not b.answered for b in state.batches):
+        return ("the listener consumes",)
+    if state.batches:
+        return ("sending back",)
+    if state.waiting:
+        return ("waiting to consume again",)
+    if state.held:
+        return ("holding pulled messages",)
+    return ("idle",)
 
 
 VIEWS: dict[str, tuple[str, View]] = {
@@ -101,7 +118,7 @@ VIEWS: dict[str, tuple[str, View]] = {
     "pull_correction": ("the pulled queue", _pull),
     "transaction_check": ("each transactional message (its local transaction)",
                           lambda s: tuple(p.name for p in s.phase)),
-    "consume_retry": ("the message", lambda s: (s.phase.name,)),
+    "consume_retry": ("the consumer", _retrying),
     "message_filter": ("the broker's filter data of the group's SQL92 subscription", _filter),
     "name_server": ("each broker's registration", _name_server),
     "broker_requests": ("the last send", _broker),
@@ -129,11 +146,13 @@ class Diagram:
         return "\n".join(lines)
 
 
-def draw(area: str, model: Model[Any, Any] | None = None) -> Diagram:
-    """Explore ``model`` (the area's default one) completely and collect the moves of its view."""
+def draw(area: str, model: Model[Any, Any] | None = None,
+         table: TransitionTable[Any, Any, Any] | None = None) -> Diagram:
+    """Explore ``model`` (the area's default one) completely and collect the moves of its view, each labelled by
+    ``table`` (the area's; a copy of the area passes its own with its model)."""
     entity, view = VIEWS[area]
     module = area_module(area)
-    table: TransitionTable[Any, Any, Any] = module.TRANSITIONS
+    table = table if table is not None else module.TRANSITIONS
     model = model if model is not None else module.model()
     seen = set(model.initial)
     queue = deque(model.initial)

@@ -84,6 +84,17 @@ def is_whitespace(ch: str) -> bool:
     return ch in WHITESPACE
 
 
+def trim(text: str) -> str:
+    """``String.trim``: every character up to U+0020 off both ends (Python's ``strip`` takes Unicode whitespace
+    instead, and leaves control characters)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
 def is_blank(text: str | None) -> bool:
     """``UtilAll.isBlank`` / ``StringUtils.isBlank``: null, empty, or only ``Character.isWhitespace`` characters."""
     return text is None or all(ch in WHITESPACE for ch in text)

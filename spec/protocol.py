@@ -170,6 +170,9 @@ class SerializeType(enum.IntEnum):
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 RPC_RESPONSE_FLAG = 0x1
 RPC_ONEWAY_FLAG = 0x2
+# RemotingCommand.serializeTypeConfigInThisServer (rocketmq.serialize.type unset): what a peer writes the commands it
+# creates itself in (the requests it sends, its flow-control answers); only a processor's answer takes its request's.
+OWN_SERIALIZE_TYPE = SerializeType.JSON
 
 # MQVersion ordinals that servers compare against.
 VERSION_V3_0_11 = 37
@@ -397,6 +400,7 @@ class Property:
     REPLY_MESSAGE_ARRIVE_TIME = "ARRIVE_TIME"
     PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
     MESSAGE_TYPE = "MSG_TYPE"
+    INSTANCE_ID = "INSTANCE_ID"
 
 
 # Message property encoding: name\x01value pairs joined by \x02.
@@ -451,6 +455,8 @@ PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL = 20
 # ClientConfig.pullTimeDelayMillsWhenException: DefaultMQPushConsumerImpl's own 3000 is overwritten with it.
 PULL_TIME_DELAY_MS_WHEN_EXCEPTION = 1000
 OFFSET_ILLEGAL_REMOVE_DELAY_MS = 10_000
+# MQClientInstance.resetOffset: the ProcessQueues dropped, then TimeUnit.SECONDS.sleep(10) before the offsets change.
+RESET_OFFSET_CLIENT_WAIT_MS = 10_000
 CONSUME_TIMESTAMP_DEFAULT_LAG_MS = 30 * 60 * 1000
 SEND_BACK_LOCAL_RETRY_DELAY_MS = 5_000
 UNLOCK_DELAY_MS_WHEN_CACHED = 20_000
@@ -476,6 +482,9 @@ BROKER_REGISTER_INTERVAL_MS = 30_000
 BROKER_CHANNEL_EXPIRED_MS = 120_000
 NAMESRV_SCAN_INTERVAL_MS = 10_000
 NAMESRV_SCAN_INITIAL_DELAY_MS = 5_000  # NamesrvController: the first scan for expired brokers
+# TopicSysFlag: a topic's unit bits (the name server's unit topic lists).
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 
 # Store limits of getMessage batches.
 MAX_TRANSFER_BYTES_ON_MESSAGE_IN_MEMORY = 256 * 1024
@@ -521,6 +530,9 @@ def split_addr(addr: str) -> tuple[str, int]:
 DEFAULT_NAMESRV_PORT = 9876
 # A broker also listens on its port - 2 (BrokerController's fastRemotingServer, the clients' VIP channel).
 VIP_CHANNEL_PORT_OFFSET = 2
+# BrokerController.registerProcessor: the fast remoting server (the VIP channel) has every processor of the main one
+# but PULL_MESSAGE's; its default processor (AdminBrokerProcessor) answers those REQUEST_CODE_NOT_SUPPORTED.
+VIP_CHANNEL_UNSERVED_CODES: frozenset[int] = frozenset({RequestCode.PULL_MESSAGE})
 DEFAULT_BROKER_PORT = 10911
 DEFAULT_CLUSTER_NAME = "DefaultCluster"
 HEARTBEAT_BROKER_INTERVAL_MS = 30_000
@@ -605,7 +617,23 @@ SUB_ALL = "*"
 EXPRESSION_TYPE_TAG = "TAG"
 EXPRESSION_TYPE_SQL92 = "SQL92"  # ExpressionType.SQL92: MessageSelector.bySql
 SYS_CONSUMER_GROUP_PREFIX = "CID_RMQ_SYS_"
+NAMESPACE_SEPARATOR = "%"  # NamespaceUtil: namespace%resource (ClientConfig.namespace)
 NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"  # NamesrvUtil: the name server's order-topic KV namespace
+# NamesrvConfig + NettyServerConfig of 4.9.8 with their defaults, as GET_NAMESRV_CONFIG lists them (paths blank: a
+# test double writes no files; listenPort is the port the name server listens on).
+NAMESRV_CONFIG_DEFAULTS: tuple[tuple[str, str], ...] = (
+    ("clusterTest", "false"), ("configBlackList", "configBlackList;configStorePath;kvConfigPath"),
+    ("configStorePath", ""), ("kvConfigPath", ""), ("listenPort", str(DEFAULT_NAMESRV_PORT)),
+    ("orderMessageEnable", "false"),
+    ("productEnvName", "center"), ("rocketmqHome", ""), ("serverAsyncSemaphoreValue", "64"),
+    ("serverCallbackExecutorThreads", "0"), ("serverChannelMaxIdleTimeSeconds", "120"),
+    ("serverOnewaySemaphoreValue", "256"), ("serverPooledByteBufAllocatorEnable", "true"),
+    ("serverSelectorThreads", "3"), ("serverSocketBacklog", "1024"), ("serverSocketRcvBufSize", "0"),
+    ("serverSocketSndBufSize", "0"), ("serverWorkerThreads", "8"), ("useEpollNativeSelector", "false"),
+    ("writeBufferHighWaterMark", "0"), ("writeBufferLowWaterMark", "0"),
+)
+# DefaultRequestProcessor.initConfigBlackList: keys UPDATE_NAMESRV_CONFIG always refuses, besides configBlackList's.
+NAMESRV_CONFIG_ALWAYS_BLACK: tuple[str, ...] = ("configBlackList", "configStorePath", "kvConfigPath", "rocketmqHome")
 BUILTIN_SUBSCRIPTION_GROUPS: tuple[str, ...] = (
     "TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL",
     "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER",
@@ -647,6 +675,9 @@ LITE_PULL_AUTO_COMMIT_INTERVAL_MS = 5_000
 LITE_PULL_MIN_AUTO_COMMIT_INTERVAL_MS = 1_000
 LITE_PULL_THRESHOLD_FOR_ALL = 10_000
 LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION = PULL_TIME_DELAY_MS_WHEN_EXCEPTION  # the same ClientConfig setting
+# DefaultLitePullConsumer's own defaults where they differ from DefaultMQPushConsumer's (pullBatchSize 32, 15 s).
+LITE_PULL_BATCH_SIZE = 10
+LITE_PULL_BROKER_SUSPEND_MAX_TIME_MS = 20_000
 DEFAULT_CONSUME_THREADS = 20
 # MixAll.DEFAULT_CONSUMER_GROUP: a user group must not take this name.
 DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
@@ -742,3 +773,11 @@ ACL_ADMIN_REQUEST_CODES = frozenset({
 })
 # AclConstants.ACCESS_KEY_MIN_LENGTH / SECRET_KEY_MIN_LENGTH: keys must be longer than this.
 ACL_KEY_MIN_LENGTH = 6
+
+# ---- Broker statistics (BrokerStatsManager, StatsItem of 4.9.8) ----
+# The stats names a broker counts a stored send under (the send path's handlePutMessageResult).
+STATS_TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+STATS_TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+STATS_BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+# StatsItem's sample lists: (name, sampling period ms, samples kept): every 10 s, 10 min and 1 h from the start.
+STATS_SAMPLING: tuple[tuple[str, int, int], ...] = (("minute", 10_000, 7), ("hour", 600_000, 7), ("day", 3_600_000, 25))

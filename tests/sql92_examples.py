@@ -8,6 +8,8 @@ properties, and the result: TRUE, FALSE, NULL, ERROR (evaluate throws) or INVALI
 
 from __future__ import annotations
 
+import random
+
 from hypothesis import strategies as st
 
 EXAMPLES: tuple[tuple[str, dict[str, str], str], ...] = (
@@ -141,3 +143,111 @@ def _disjunction(depth: int) -> st.SearchStrategy[str]:
 def properties() -> st.SearchStrategy[dict[str, str]]:
     """Message properties over the selector's names, each present or not."""
     return st.dictionaries(st.sampled_from(NAMES), st.sampled_from(VALUES), max_size=len(NAMES))
+
+
+# Selectors that mostly compile: comparisons of properties (one, "z", never set) with literals of every type, the
+# operators 4.9.8's grammar has (no LIKE: it is a property name there), combined with AND, OR, NOT and parentheses.
+TYPED_NAMES = ("a", "b", "A", "c_1", "TAGS", "z")
+NUMBERS = ("1", "0", "2", "5", "1.5", "3000000000", "1L", "1e3", ".5", "2147483648", "5e-324", "- 1", "-2.5", "1e10",
+           "1e-5")
+STRINGS = ("'x'", "'1'", "'abc'", "'A'", "'Aa'", "'BB'", "'true'", "''", "'it''s'", "'1.5'")
+
+
+def _typed_comparison() -> st.SearchStrategy[str]:
+    name = st.sampled_from(TYPED_NAMES)
+    number = st.sampled_from(NUMBERS)
+    order = st.sampled_from(("=", "<>", "<", ">", "<=", ">="))
+    bounds = st.lists(st.integers(-2, 6), min_size=2, max_size=2).map(sorted)
+    strings = st.lists(st.sampled_from(STRINGS), min_size=1, max_size=4).map(", ".join)
+    return st.one_of(
+        st.builds(lambda p, op, n: f"{p} {op} {n}", name, order, number),
+        st.builds(lambda n, op, p: f"{n} {op} {p}", number, order, name),
+        st.builds(lambda p, op, s: f"{p} {op} {s}", name, st.sampled_from(("=", "<>")), st.sampled_from(STRINGS)),
+        st.builds(lambda s, p: f"{s} = {p}", st.sampled_from(STRINGS), name),
+        st.builds(lambda p, b: f"{p} = {b}", name, st.sampled_from(("TRUE", "FALSE", "true"))),
+        st.builds(lambda p, q, op: f"{p} {op} {q}", name, name, order),
+        st.builds(lambda p, neg, lh: f"{p} {neg}BETWEEN {lh[0]} AND {lh[1]}", name, st.sampled_from(("", "NOT ")),
+                  bounds),
+        st.builds(lambda p, neg, lh: f"{p} {neg}BETWEEN {lh[0]}.5 AND {lh[1] + 1}", name,
+                  st.sampled_from(("", "NOT ")), bounds),
+        st.builds(lambda p, neg, xs: f"{p} {neg}IN ({xs})", name, st.sampled_from(("", "NOT ")), strings),
+        st.builds(lambda p, neg: f"{p} IS {neg}NULL", name, st.sampled_from(("", "NOT ", "not "))),
+        st.builds(lambda p: f"-{p} < 0", name),
+        st.builds(lambda x, op, y: f"{x} {op} {y}", number, order, number),
+        st.builds(lambda b, p: f"{b} = {p}", st.sampled_from(("TRUE", "FALSE")), name),
+        st.builds(lambda p, n, b: f"({p} > {n}) = {b}", name, number, st.sampled_from(("TRUE", "FALSE", "1"))),
+        st.builds(lambda n, p, m: f"{n} = ({p} > {m})", number, name, number),
+        st.sampled_from(("TRUE", "FALSE", "NULL", "a LIKE 'x'")),
+        st.builds(lambda neg, p: f"{neg}{p}", st.sampled_from(("", "NOT ")), name),
+    )
+
+
+def _refused() -> st.SearchStrategy[str]:
+    """Well-formed selectors 4.9.8 refuses to compile (each error's text renders the expression)."""
+    name = st.sampled_from(TYPED_NAMES)
+    number = st.sampled_from(NUMBERS)
+    return st.one_of(
+        st.builds(lambda p, hi, lo: f"{p} BETWEEN {hi} AND {lo}", name,
+                  st.sampled_from(("2.5", "3", "3000000000", "1e10", "'b'", "TRUE")),
+                  st.sampled_from(("1.5", "1", "0", "5e-324", "1e-5", "'a'", "FALSE"))),
+        st.builds(lambda p, n, m: f"({p} > {n}) > {m}", name, number, number),
+        st.builds(lambda n: f"{n} IN ('x')", number),
+        st.builds(lambda p: f"{p} = NULL", name),
+        st.builds(lambda s: f"TRUE = {s}", st.sampled_from(STRINGS)),
+        st.builds(lambda p, s: f"{p} > {s}", name, st.sampled_from(STRINGS)),
+        st.builds(lambda n: f"{n} AND a", number),
+        st.builds(lambda p: f"{p} BETWEEN NULL AND 1", name),
+    )
+
+
+def _typed(depth: int) -> st.SearchStrategy[str]:
+    if depth >= 2:
+        return _typed_comparison()
+    inner = st.deferred(lambda: _typed(depth + 1))
+    return st.one_of(
+        _typed_comparison(),
+        _typed_comparison(),
+        st.builds(lambda x, op, y: f"{x} {op} {y}", inner, st.sampled_from(("AND", "OR", "and", "Or")), inner),
+        st.builds(lambda x: f"NOT ({x})", inner),
+        st.builds(lambda x: f"({x})", inner),
+    )
+
+
+def typed_selectors(refused: bool = False) -> st.SearchStrategy[str]:
+    """Selectors built from the grammar's well-typed pieces (they compile); with ``refused``, also well-formed ones
+    4.9.8 refuses (bounds descending or null, NULL compared, a boolean ordered, IN after a constant)."""
+    return st.one_of(_typed(0), _refused()) if refused else _typed(0)
+
+
+def typed_pool(size: int = 400, seed: int = 28) -> tuple[str, ...]:
+    """``size`` selectors from the pieces of ``typed_selectors``, built with a seeded generator: a fixed, varied pool
+    a machine can draw from evenly (hypothesis, drawing a strategy, mostly mutates what it drew before)."""
+    rng = random.Random(seed)
+
+    def comparison() -> str:
+        p, q = rng.choice(TYPED_NAMES), rng.choice(TYPED_NAMES)
+        n, m = rng.choice(NUMBERS), rng.choice(NUMBERS)
+        s = rng.choice(STRINGS)
+        op = rng.choice(("=", "<>", "<", ">", "<=", ">="))
+        low, high = sorted((rng.randint(-2, 6), rng.randint(-2, 6)))
+        neg = rng.choice(("", "NOT "))
+        items = ", ".join(rng.choice(STRINGS) for _ in range(rng.randint(1, 4)))
+        return rng.choice((
+            f"{p} {op} {n}", f"{n} {op} {p}", f"{p} {rng.choice(('=', '<>'))} {s}", f"{s} = {p}",
+            f"{p} = {rng.choice(('TRUE', 'FALSE', 'true'))}", f"{p} {op} {q}", f"{p} {neg}BETWEEN {low} AND {high}",
+            f"{p} {neg}BETWEEN {low}.5 AND {high + 1}", f"{p} {neg}IN ({items})", f"{p} IS {neg}NULL",
+            f"-{p} < 0", f"{n} {op} {m}", f"{rng.choice(('TRUE', 'FALSE'))} = {p}", f"({p} > {n}) = TRUE",
+            f"{neg}{p}", f"{p} <> {n}", f"NOT ({p} = {s})",
+        ))
+
+    def expression(depth: int) -> str:
+        kind = rng.randint(0, 4) if depth < 2 else 0
+        if kind <= 1:
+            return comparison()
+        if kind == 2:
+            return f"{expression(depth + 1)} {rng.choice(('AND', 'OR', 'and', 'Or'))} {expression(depth + 1)}"
+        if kind == 3:
+            return f"NOT ({expression(depth + 1)})"
+        return f"({expression(depth + 1)})"
+
+    return tuple(dict.fromkeys(expression(0) for _ in range(size)))

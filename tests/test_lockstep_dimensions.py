@@ -33,6 +33,7 @@ _SPEC.loader.exec_module(harness)
 MACHINE_MODULES: dict[str, tuple[str, ...]] = {
     **{area: (f"test_stateful_{area}",) for area in AREAS},
     "consume_retry": ("test_stateful_consume_retry", "test_stateful_orderly"),
+    "remoting": ("test_stateful_remoting", "test_stateful_tcp"),
 }
 
 

@@ -280,3 +280,91 @@ def test_heartbeat_registers_consumers_and_the_broker_notifies_changes() -> None
     second.shutdown()
     c.runtime.run_until_idle()
     assert c.runtime.wait(first.find_consumer_ids("T", "CG")) == [first.client_id]
+
+
+# ------------------------------------------------------------------------------------------------ client namespace
+# ClientConfig.namespace: brokers see ns%Topic and ns%Group, the user the plain names (NamespaceUtil, SEND-25, SEND-26).
+
+
+def test_namespace_producer_stores_under_the_wrapped_topic_and_reports_the_plain_one() -> None:
+    from rocketspec.refimpl import Cluster as RealCluster
+    from rocketspec.spec.protocol import Property
+
+    with RealCluster(brokers=1, clock="simulated", keep_events=True) as cluster:
+        cluster.create_topic("ns%Topic", read_queues=2, write_queues=2)
+        producer = cluster.producer("PG", namespace="ns")
+        assert producer.group == "ns%PG"
+        assert "ns%PG" in producer.instance.producers
+        assert {q.topic for q in producer.fetch_publish_queues("Topic")} == {"Topic"}
+        msg = Message("Topic", b"hello")
+        result = producer.send(msg)
+        assert result.queue.topic == "Topic" and msg.topic == "Topic"
+        async_result = cluster.runtime.wait(producer.send_async(Message("Topic", b"async")))
+        assert async_result.queue.topic == "Topic"
+        stored = cluster.messages("ns%Topic")
+        assert sorted(m.body for m in stored) == [b"async", b"hello"]
+        assert {m.properties.get(Property.INSTANCE_ID) for m in stored} == {"ns"}
+        assert not cluster.messages("Topic")
+        attempts = [e for e in cluster.events_of(SendAttempt) if e.node == producer.client_id]
+        assert {e.topic for e in attempts} == {"ns%Topic"} and {e.group for e in attempts} == {"ns%PG"}
+
+
+def test_namespace_checks_see_the_wrapped_topic_and_system_topics_stay_plain() -> None:
+    from rocketspec.refimpl import Cluster as RealCluster
+    from rocketspec.refimpl.client.errors import MQClientError
+
+    with RealCluster(brokers=1, clock="simulated") as cluster:
+        producer = cluster.producer("PG", namespace="ns")
+        blank = Message("Topic", b"x")
+        blank.topic = " "
+        with pytest.raises(MQClientError, match=r"topic\[ns% \] contains illegal characters"):
+            producer.send(blank)
+        assert blank.topic == "ns% "  # refused before any attempt: the message keeps the wrapped topic
+        with pytest.raises(MQClientError, match=r"longer than topic max length"):
+            producer.send(Message("a" * 125, b"x"))  # 125 units plain, 128 wrapped
+        with pytest.raises(MQClientError, match=r"topic\[SCHEDULE_TOPIC_XXXX\] is forbidden"):
+            producer.send(Message("SCHEDULE_TOPIC_XXXX", b"x"))
+
+
+def test_namespace_consumer_group_retry_topic_and_listener_view() -> None:
+    from rocketspec.refimpl import Cluster as RealCluster
+    from rocketspec.spec.protocol import ConsumeStatus, Property
+
+    with RealCluster(brokers=1, clock="simulated", seed=2) as cluster:
+        cluster.create_topic("ns%Topic", read_queues=1, write_queues=1)
+        producer = cluster.producer("PG", namespace="ns")
+        seen: list[tuple[str, int, str | None]] = []
+
+        def fail_once(msgs: list) -> ConsumeStatus:
+            seen.extend((m.topic, m.reconsume_times, m.properties.get(Property.RETRY_TOPIC)) for m in msgs)
+            return ConsumeStatus.RECONSUME_LATER if msgs[0].reconsume_times < 1 else ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = cluster.push_consumer("CG", "Topic", fail_once, namespace="ns")
+        assert consumer.group == "ns%CG"
+        assert set(consumer.rebalance.subscription_inner) == {"ns%Topic", "%RETRY%ns%CG"}
+        cluster.advance(100)
+        producer.send(Message("Topic", b"retry me"))
+        cluster.run_until_idle()
+        assert [(t, r) for t, r, _ in seen] == [("Topic", 0), ("Topic", 1)]
+        assert seen[1][2] == "ns%Topic"  # the send-back keeps the wrapped origin topic
+        retried = cluster.messages("%RETRY%ns%CG")
+        assert [m.body for m in retried] == [b"retry me"]
+        assert cluster.committed_offsets("ns%CG", "ns%Topic")
+
+
+def test_namespace_lite_pull_consumer_sees_plain_topics() -> None:
+    from rocketspec.refimpl import Cluster as RealCluster
+
+    with RealCluster(brokers=1, clock="simulated") as cluster:
+        cluster.create_topic("ns%Topic", read_queues=1, write_queues=1)
+        producer = cluster.producer("PG", namespace="ns")
+        consumer = cluster.lite_pull_consumer("LG", "Topic", namespace="ns",
+                                              consume_from_where="CONSUME_FROM_FIRST_OFFSET")
+        assert consumer.group == "ns%LG"
+        producer.send(Message("Topic", b"pulled"))
+        got: list = []
+        for _ in range(20):
+            got += consumer.poll(1_000)
+            if got:
+                break
+        assert [(m.topic, m.body) for m in got] == [("Topic", b"pulled")]

@@ -3,6 +3,8 @@ a 4.9.8 broker."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -17,6 +19,7 @@ from rocketspec.spec.protocol import (
     PERM_INHERIT,
     PERM_READ,
     PERM_WRITE,
+    TRANS_HALF_TOPIC,
     TRANSACTION_PREPARED_TYPE,
     Property,
     RequestCode,
@@ -288,70 +291,302 @@ def test_group_config_exists(group: str, has: bool, auto: bool) -> None:
     assert br.group_config_exists(group, has, auto) == (has or auto or group.startswith("CID_RMQ_SYS_"))
 
 
+# ----------------------------------------------------------------------------------------- tables and clients
+def test_builtin_topics_checked_on_4_9_8() -> None:
+    table = dict(br.builtin_topics("DefaultCluster", "broker-a", True, 8))
+    assert table["TBW102"] == br.TopicConf(8, 8, 7)
+    assert table["DefaultCluster"] == br.TopicConf(16, 16, 7) and table["broker-a"] == br.TopicConf(1, 1, 7)
+    assert table["SCHEDULE_TOPIC_XXXX"] == br.TopicConf(18, 18, 6)
+    assert table["DefaultCluster_REPLY_TOPIC"] == br.TopicConf(1, 1, 6)
+    assert "TBW102" not in dict(br.builtin_topics("DefaultCluster", "broker-a", False, 8))
+
+
+@given(st.integers(0, 6000), st.integers(0, 6000), st.booleans(), st.booleans())
+def test_client_sys_flag(length: int, over: int, batch: bool, prepared: bool) -> None:
+    flag = br.client_sys_flag(length, over, batch, prepared)
+    assert (flag & 0x301 == 0x301) == (not batch and length >= over)
+    assert (flag & 0xC == TRANSACTION_PREPARED_TYPE) == prepared
+    assert br.client_sys_flag(4096, 4096, False) == 0x301 and br.client_sys_flag(4095, 4096, False) == 0
+
+
+def test_unit_flags() -> None:
+    assert br.created_topic_sys_flag(False, "T") == 0 == br.retry_topic_sys_flag(False)
+    assert br.created_topic_sys_flag(True, "T") == 1
+    assert br.created_topic_sys_flag(True, "%RETRY%G") == 2 == br.retry_topic_sys_flag(True)
+
+
+def test_broker_config_updates() -> None:
+    assert br.config_update_refused(("maxMessageSize", "brokerConfigPath"))
+    assert not br.config_update_refused(("maxMessageSize", "fooBar"))
+    assert br.parse_setting("autoCreateTopicEnable", "TRUE") is True
+    assert br.parse_setting("autoCreateTopicEnable", "yes") is False  # Boolean.parseBoolean
+    assert br.parse_setting("maxMessageSize", "+200") == 200
+    assert br.parse_setting("maxMessageSize", "64x") is None
+    assert br.parse_setting("maxMessageSize", "9999999999") is None  # Integer.parseInt overflows
+    assert br.parse_setting("fooBar", "1") is None
+    assert br.reported_value("int", "48", "72") == "48" and br.reported_value("int", "2x", "72") == "72"
+    assert br.reported_value("boolean", "False", "true") == "false"
+    assert br.reported_value("String", "05", "04") == "05"
+
+
+@given(st.sampled_from(sorted(br.INT_SETTINGS | br.BOOL_SETTINGS | {"x"})), st.text("0123456789+-tTrRuUeE", max_size=6))
+def test_parse_setting(key: str, text: str) -> None:
+    value = br.parse_setting(key, text)
+    if key in br.BOOL_SETTINGS:
+        assert value == (text.lower() == "true")
+    elif key in br.INT_SETTINGS:
+        try:
+            parsed: int | None = int(text) if text.lstrip("+-").isdigit() and text[1:2] not in ("+", "-") else None
+        except ValueError:
+            parsed = None
+        if parsed is not None and not -(2**31) <= parsed < 2**31:
+            parsed = None
+        assert value == parsed
+    else:
+        assert value is None
+
+
+def test_topic_stats_and_consume_queue() -> None:
+    assert br.topic_stats(3, ((5, 7), (), (9,))) == ((0, 2, 7), (0, 0, 0), (0, 1, 9))
+    assert br.topic_stats(2, ((1,),)) == ((0, 1, 1), (0, 0, 0))
+    assert br.consume_queue_answer(False, 0, 0, 1) == (RC.SYSTEM_ERROR, "{queue} is not exist!", None)
+    assert br.consume_queue_answer(True, 2, 2, 1) == (RC.SUCCESS, "Index {index} of {queue} is not exist!", None)
+    assert br.consume_queue_answer(True, 3, 1, 5) == (RC.SUCCESS, None, (1, 2))
+    assert br.consume_queue_answer(True, 3, 1, 0) == (RC.SUCCESS, None, ())
+
+
+def test_runtime_values() -> None:
+    assert dict(br.runtime_values(0, 0, -1))["commitLogMinOffset"] == "-1"
+    values = dict(br.runtime_values(262, 2, 1704067200001))
+    assert values["commitLogMaxOffset"] == "262" and values["commitLogMinOffset"] == "0"
+    assert values["brokerVersionDesc"] == "V4_9_8" and values["msgPutTotalTodayNow"] == "2"
+
+
+def test_stats_samples_checked_on_4_9_8() -> None:
+    # One message counted 1 ms after the start: the minute list's first sample is a zero one at the start.
+    counts = ((1, 1, 1),)
+    assert br.stats_samples(counts, 0, 9_999, 10_000, 7) == ()
+    assert br.stats_samples(counts, 0, 20_000, 10_000, 7) == ((0, 0, 0), (10_000, 1, 1), (20_000, 1, 1))
+    assert len(br.stats_samples(counts, 0, 200_000, 10_000, 7)) == 7
+    assert br.stats_snapshot(((0, 0, 0), (10_000, 1, 1), (20_000, 1, 1))) == (1, 0.05, 1.0)
+    assert br.stats_snapshot(()) == (0, 0.0, 0.0)
+    assert br.stats_snapshot(((0, 2, 5), (10_000, 2, 5))) == (0, 0.0, 0.0)
+
+
+@given(st.lists(st.tuples(st.integers(1, 95), st.integers(0, 5), st.integers(0, 1)), max_size=4).map(
+    lambda cs: tuple(sorted(c for c in cs if c[0] % 10))), st.integers(0, 100))
+def test_stats_samples(counts: tuple[tuple[int, int, int], ...], now: int) -> None:
+    counts = tuple(c for c in counts if c[0] <= now)
+    samples = br.stats_samples(counts, 0, now, 10, 4)
+    assert len(samples) <= 4
+    for a, b in itertools.pairwise(samples):
+        assert b[0] - a[0] == 10
+    if samples:
+        last = samples[-1][0]
+        assert samples[-1][2] == sum(c[1] for c in counts if c[0] < last)
+        total, tps, _avg = br.stats_snapshot(samples)
+        assert total == samples[-1][2] - samples[0][2] and tps == total * 1000.0 / (last - samples[0][0])
+
+
+def test_reply_answer_checked_on_4_9_8() -> None:
+    assert br.reply_answer(None, False, False) == (RC.SYSTEM_ERROR,
+                                                   "reply message properties[REPLY_TO_CLIENT] is null")
+    assert br.reply_answer("c@1", False, True) == (RC.SYSTEM_ERROR,
+                                                   "push reply message fail, channel of <c@1> not found.")
+    assert br.reply_answer("c@1", True, False) == (RC.SYSTEM_ERROR, "push reply message to c@1fail.")
+    assert br.reply_answer("c@1", True, True) == (RC.SUCCESS, None)
+
+
+def test_offsets() -> None:
+    assert br.consumer_offset_answer(5, 3) == (RC.SUCCESS, 5)
+    assert br.consumer_offset_answer(None, 0) == (RC.SUCCESS, 0)
+    assert br.consumer_offset_answer(None, 3) == (RC.QUERY_NOT_FOUND, None)
+    offsets = (("G", 0, 5), ("H", 0, 2), ("H", 1, 1), ("G", 1, 0))
+    assert br.correction_offsets(offsets, (), (0, 1)) == ((0, 2), (1, 1))
+    assert br.correction_offsets(offsets, ("H",), (0, 1)) == ((0, 5),)  # G's 0 on queue 1 is below its min
+
+
+def test_acl_and_maintenance() -> None:
+    assert br.acl_failure_code(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG) is RC.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+    assert br.acl_failure_code(RequestCode.DELETE_ACL_CONFIG) is RC.DELETE_ACL_CONFIG_FAILED
+    white = RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG
+    assert br.acl_failure_code(white) is RC.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+    assert br.acl_failure_code(RequestCode.GET_BROKER_CLUSTER_ACL_INFO) is None
+
+
+def test_malformed_answer() -> None:
+    assert br.malformed_answer(RequestCode.GET_TOPIC_STATS_INFO, "topic", True) is RC.SYSTEM_ERROR
+    assert br.malformed_answer(RequestCode.UPDATE_AND_CREATE_TOPIC, "perm", True) is RC.SYSTEM_ERROR
+    assert br.malformed_answer(RequestCode.UPDATE_AND_CREATE_TOPIC, "perm", False) is None  # the name comes first
+    assert br.malformed_answer(RequestCode.GET_TOPIC_STATS_INFO, "queueId", True) is None
+
+
+def test_store_sizes_checked_on_4_9_8() -> None:
+    # A 5-byte body to T with UNIQ_KEY=u1 and CLUSTER stored 131 bytes (refimpl and 4.9.8 alike).
+    props = (("UNIQ_KEY", "u1"), ("CLUSTER", "DefaultCluster"))
+    assert br.properties_length(props) == 34
+    assert br.stored_message_length(5, 1, br.properties_length(props)) == 131
+    assert br.properties_length(()) == 0
+    assert br.batch_body_length(((1, 0), (2, 12))) == 22 + 1 + 22 + 2 + 12
+    assert br.batch_stored_properties_length(12, 24) == 37 and br.batch_stored_properties_length(0, 24) == 24
+    assert br.illegal_message_remark(64) == ("the message is illegal, maybe msg body or properties length not "
+                                             "matched. msg body length limit 64B, msg properties length limit 32KB.")
+
+
+def test_illegal_queue_remark_checked_on_4_9_8() -> None:
+    remark = br.illegal_queue_remark(5, "T", br.TopicConf(4, 4, 6), "127.0.0.1:40002")
+    assert remark == ("request queueId[5] is illegal, TopicConfig [topicName=T, readQueueNums=4, writeQueueNums=4, "
+                      "perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false] Producer: 127.0.0.1:40002")
+    assert br.perm_text(7) == "RWX" and br.perm_text(2) == "-W-"
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**6))
+def test_index_time(first: int, later: int) -> None:
+    read = br.index_time(first, first + later)
+    assert first <= read <= first + later and (read - first) % 1000 == 0 and first + later - read < 1000
+
+
 # ------------------------------------------------------------------------------------------------ state machine
 def test_explore() -> None:
     result = explore(br.model())
     assert result.complete and not result.violations
-    assert result.states > 500
+    assert result.states > 5000
 
 
 def test_store_scenario() -> None:
-    state = br.BrokerState(br.STORE)
+    state = br.fresh_broker(br.STORE)
     state = br.step(state, br.Send(0, "A"))
-    assert state.topic == br.TopicConf(2, 2, PERM_READ | PERM_WRITE)
-    assert state.answer == br.SendAnswer(RC.SUCCESS, 0, 0, 1)
-    assert br.step(state, br.Send(2)).answer == br.SendAnswer(RC.SYSTEM_ERROR)
+    assert state.topic("T") == br.TopicConf(2, 2, PERM_READ | PERM_WRITE)
+    answer = state.answer
+    assert answer is not None and (answer.code, answer.queue_id, answer.queue_offset, answer.stored) == (
+        RC.SUCCESS, 0, 0, 1)
+    assert answer.msg_id == br.offset_msg_id(br.STORE_IP, br.STORE_PORT, 0)
+    refused = br.step(state, br.Send(2)).answer
+    assert refused is not None and refused.code is RC.SYSTEM_ERROR and "queueId[2] is illegal" in (refused.remark or "")
     state = br.step(state, br.SendBatch(0, 2))
-    assert state.answer == br.SendAnswer(RC.SUCCESS, 0, 1, 2)
-    off = br.step(br.BrokerState(br.STORE, auto_create=False), br.Send(0))
-    assert off.answer == br.SendAnswer(RC.TOPIC_NOT_EXIST) and off.topic is None
+    assert state.answer is not None and (state.answer.queue_offset, state.answer.stored) == (1, 2)
+    assert len((state.answer.msg_id or "").split(",")) == 2
+    off = br.step(br.fresh_broker(br.STORE, br.Settings(auto_create_topic=False)), br.Send(0))
+    assert off.answer is not None and off.answer.code is RC.TOPIC_NOT_EXIST and off.topic("T") is None
     readonly = br.step(off, br.CreateTopic(1, PERM_READ))
-    assert br.step(readonly, br.Send(0)).answer == br.SendAnswer(RC.SUCCESS, 0, 0, 1)
-    assert not br.enabled(state, br.Heartbeat("c1", frozenset({"T"})))
+    assert readonly.answer is not None and readonly.answer.remark == "not set any response code"
+    stored = br.step(readonly, br.Send(0)).answer
+    assert stored is not None and stored.code is RC.SUCCESS  # BRK-4: the perm is not checked
+    deleted = br.step(state, br.DeleteTopic())
+    assert deleted.topic("T") is None and deleted.queue("T", 0) == () and len(deleted.log) == 3
 
 
 def test_clients_scenario() -> None:
-    state = br.BrokerState(br.CLIENTS)
+    state = br.attrs_evolve_group(br.fresh_broker(br.CLIENTS), br.GroupConf())
     state = br.step(state, br.Heartbeat("c1", frozenset({"T"})))
-    assert state.notified == ("c1",) and state.retry_topic
+    assert state.notified == (("c1", "G"),) and state.topic("%RETRY%G") == br.TopicConf(1, 1, 6)
     state = br.step(state, br.Heartbeat("c1", frozenset({"T"})))
     assert state.notified == ()  # nothing changed
     state = br.step(state, br.Heartbeat("c2", frozenset({"T"})))
-    assert state.notified == ("c1", "c2")
+    assert state.notified == (("c1", "G"), ("c2", "G"))
     state = br.step(state, br.UnregisterClient("c2"))
-    assert state.notified == ("c1",) and state.connections == {"c1"}
-    quiet = br.step(br.BrokerState(br.CLIENTS, group_notify=False), br.Heartbeat("c1", frozenset({"T"})))
+    group = state.consumer_group("G")
+    assert state.notified == (("c1", "G"),) and group is not None and group.connections == {"c1"}
+    quiet = br.attrs_evolve_group(br.fresh_broker(br.CLIENTS), br.GroupConf(notify=False))
+    quiet = br.step(quiet, br.Heartbeat("c1", frozenset({"T"})))
     assert quiet.notified == ()
     quiet = br.step(br.step(quiet, br.Heartbeat("c2", frozenset({"T"}))), br.ConnectionClosed("c2"))
-    assert quiet.notified == ("c1",)  # a closed connection notifies regardless of the group switch
+    assert quiet.notified == (("c1", "G"),)  # a closed connection notifies regardless of the group switch
+
+
+def test_admin_and_query_scenarios() -> None:
+    state = br.fresh_broker(br.QUERY, br.Settings(compress_over=2))
+    state = br.step(state, br.Send(0, keys="k", uniq_key="u1", body=b"x"))
+    assert not br.enabled(state, br.Send(0, body=b"\x01", original=b"yy"))  # only a client compresses (BRK-22)
+    state = br.step(state, br.Send(0, keys="k", uniq_key="u2", body=b"\x01", sys_flag=0x301, original=b"yy",
+                                   client=True))
+    found = br.step(state, br.QueryMessage("T", "k", 32, 0, 10))
+    assert found.answer is not None and found.answer.body == ((0, b"x"), (state.log[1].commit_log_offset, b"yy"))
+    viewed = br.step(state, br.ViewMessage(state.log[1].commit_log_offset))
+    assert viewed.answer is not None and isinstance(viewed.answer.body, tuple) and viewed.answer.body[3] == b"yy"
+    resumed = br.step(state, br.ResumeHalf(0))
+    assert resumed.queue(TRANS_HALF_TOPIC, 0)[0].prop(Property.TRANSACTION_CHECK_TIMES) == "0"
+    config = br.step(br.fresh_broker(br.ADMIN), br.UpdateBrokerConfig((("maxMessageSize", "200"), ("x", "1"))))
+    assert config.settings.max_message_size == 200 and config.config_version[0] == 1
+    refused = br.step(config, br.UpdateBrokerConfig((("rocketmqHome", "/"),)))
+    assert refused.answer is not None and refused.answer.code is RC.NO_PERMISSION and refused.config_version[0] == 1
+    off = br.fresh_broker(br.ADMIN, br.Settings(auto_create_group=False))
+    assert br.step(off, br.Heartbeat("c1", frozenset({"T"}))).group("G") is None
+    assert br.step(off, br.Heartbeat("c1", frozenset({"T"}), group="CID_RMQ_SYS_X")).group("CID_RMQ_SYS_X") is not None
+
+
+def test_order_topics_from_the_name_server() -> None:
+    state = br.step(br.fresh_broker(br.ALL, br.Settings(broker_perm=PERM_READ, register_rtt=2)),
+                    br.CreateTopic(2, 6))
+    state = br.step(state, br.OrderTopicConfig("T", True))
+    assert not state.topic("T").order  # type: ignore[union-attr]
+    state = br.step(state, br.TimePasses(10_002))  # the first periodic registration's answer
+    assert state.topic("T").order and state.topics_version == (2, 10_002)  # type: ignore[union-attr]
+    refused = br.step(state, br.Send(0)).answer
+    assert refused == br.Answer(RC.NO_PERMISSION, "the broker[127.0.0.1] sending message is forbidden",
+                                fields=br.SEND_FIELDS)
+    cleared = br.step(br.step(state, br.OrderTopicConfig("T", False)), br.TimePasses(30_000))
+    assert not cleared.topic("T").order  # type: ignore[union-attr]
 
 
 # --------------------------------------------------------------------------------------------------- sensitivity
 def test_mutant_queue_offset_counted_from_one() -> None:
-    mod = mutant(br, "    offset = len(state.queues[queue_id])\n", "    offset = len(state.queues[queue_id]) + 1\n")
-    assert "BRK-6" in explore(mod.model()).failed_clauses()
+    mod = mutant(br, "tuple(sorted(props)), sys_flag, 0, 0, end, size, original)",
+                 "tuple(sorted(props)), sys_flag, 0, 0, end + 1, size, original)")
+    assert {"BRK-5", "BRK-6"} & set(explore(mod.model(2, scenarios=(br.STORE,))).failed_clauses())
 
 
 def test_mutant_search_returns_max_offset_past_the_last() -> None:
     mod = mutant(br, "    if right == -1:\n        return left\n", "    if right == -1:\n        return left + 1\n")
-    assert "BRK-11" in explore(mod.model()).failed_clauses()
+    assert "BRK-11" in explore(mod.model(2, scenarios=(br.STORE,))).failed_clauses()
 
 
 def test_mutant_closed_connection_respects_the_group_switch() -> None:
     mod = mutant(br, "    if event is not GroupEvent.CHANNEL_CLOSED and not group_notify:\n",
                  "    if not group_notify:\n")
-    assert "BRK-14" in explore(mod.model()).failed_clauses()
+    assert "BRK-14" in explore(mod.model(scenarios=(br.CLIENTS,))).failed_clauses()
 
 
 def test_mutant_topic_created_with_the_default_topic_queues() -> None:
     mod = mutant(br, "            queues = max(0, min(requested_queue_nums, default_topic.write_queue_nums))\n",
                  "            queues = default_topic.write_queue_nums\n")
-    assert "BRK-2" in explore(mod.model()).failed_clauses()
+    assert "BRK-2" in explore(mod.model(2, scenarios=(br.STORE,))).failed_clauses()
+
+
+def test_mutant_heartbeat_ignores_the_unit_flag() -> None:
+    mod = mutant(br, "sys_flag=retry_topic_sys_flag(a.unit_mode)))", "sys_flag=0))")
+    assert "BRK-23" in explore(mod.model(scenarios=(br.ADMIN,))).failed_clauses()
+
+
+def test_mutant_group_created_without_auto_creation() -> None:
+    mod = mutant(br, "    if not group_config_exists(group, False, state.settings.auto_create_group):\n",
+                 "    if False:\n")
+    assert "BRK-20" in explore(mod.model(scenarios=(br.ADMIN,))).failed_clauses()
+
+
+def test_mutant_black_list_ignored() -> None:
+    mod = mutant(br, "    return any(key in CONFIG_BLACK_LIST for key in keys)\n", "    return False\n")
+    assert "BRK-24" in explore(mod.model(scenarios=(br.ADMIN,))).failed_clauses()
+
+
+def test_mutant_reply_without_its_requester() -> None:
+    mod = mutant(br, "    pushed = ((target, a.correlation),) if target is not None else ()\n",
+                 "    pushed = ()\n")
+    assert "BRK-28" in explore(mod.model(scenarios=(br.MISC,))).failed_clauses()
 
 
 @pytest.mark.slow
 def test_crosshair_mutant_created_topic_keeping_the_inherit_bit() -> None:
-    mod = mutant(br, "            return TopicConf(queues, queues, perm & ~PERM_INHERIT)\n",
-                 "            return TopicConf(queues, queues, perm)\n")
+    mod = mutant(br, "            return TopicConf(queues, queues, perm & ~PERM_INHERIT, default_topic.multi_tag, "
+                     "topic_sys_flag)\n",
+                 "            return TopicConf(queues, queues, perm, default_topic.multi_tag, topic_sys_flag)\n")
     run = crosshair_mutant(mod, "topic_created_on_send", per_condition_timeout=4)
+    assert any(r.failed for r in run.results), run.stderr
+
+
+@pytest.mark.slow
+def test_crosshair_mutant_stats_sample_counts_the_tick() -> None:
+    mod = mutant(br, "        value = sum(c[1] for c in counts if c[0] < tick)\n",
+                 "        value = sum(c[1] for c in counts if c[0] <= tick + 1)\n")
+    run = crosshair_mutant(mod, "stats_samples", per_condition_timeout=4)
     assert any(r.failed for r in run.results), run.stderr

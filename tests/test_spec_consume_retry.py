@@ -7,7 +7,6 @@ import time
 from collections import deque
 from collections.abc import Iterator
 
-import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -24,9 +23,11 @@ from rocketspec.spec.protocol import (
     MAX_DELAY_LEVEL,
     PERM_READ,
     PERM_WRITE,
+    PULL_BATCH_SIZE,
     SEND_BACK_LOCAL_RETRY_DELAY_MS,
     VERSION_V3_0_11,
     VERSION_V3_4_9,
+    ConsumeOrderlyStatus,
     ConsumeStatus,
     MessageModel,
     Property,
@@ -499,6 +500,82 @@ def test_suspend_millis_property(context: int, consumer: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------
+# Batches, committed offsets and the shared property map (RETRY-28, RETRY-29, RETRY-30)
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_concurrent_commit_offset() -> None:
+    assert cr.concurrent_commit_offset((), 5, 2) == 5  # nothing held: one past the last pulled
+    assert cr.concurrent_commit_offset((3, 1), 5, 0) == 1  # the smallest still held
+    assert cr.concurrent_commit_offset((1,), 5, 3) == 3  # increase only
+
+
+@given(st.lists(st.integers(0, 9), max_size=4), st.integers(0, 3))
+def test_concurrent_commit_offset_property(held: list[int], behind: int) -> None:
+    frontier = max(held, default=0) + 1
+    committed = max(-1, min(held, default=frontier) - behind)
+    got = cr.concurrent_commit_offset(tuple(held), frontier, committed)
+    assert committed <= got <= frontier and all(got <= o for o in held)
+
+
+def test_orderly_batch_size() -> None:
+    assert cr.orderly_batch_size(0, 3) == 0
+    assert cr.orderly_batch_size(5, 3) == 3
+    assert cr.orderly_batch_size(2, 3) == 2  # all it holds (a suspended batch put back first)
+
+
+@given(st.integers(0, 64), st.integers(1, 64))
+def test_orderly_batch_size_property(pending: int, batch_max: int) -> None:
+    n = cr.orderly_batch_size(pending, batch_max)
+    assert n <= pending and n <= batch_max and (n == pending or n == batch_max)
+
+
+def test_consume_requests() -> None:
+    assert cr.consume_requests(0, 2) == ()
+    assert cr.consume_requests(5, 2) == (2, 2, 1)
+    assert cr.consume_requests(3, 32) == (3,)
+
+
+@given(st.integers(0, 64), st.integers(1, 64))
+def test_consume_requests_property(pulled: int, batch_max: int) -> None:
+    sizes = cr.consume_requests(pulled, batch_max)
+    assert sum(sizes) == pulled and all(1 <= n <= batch_max for n in sizes)
+    assert all(n == batch_max for n in sizes[:-1])
+
+
+def test_pull_sizes() -> None:
+    assert cr.pull_sizes(0) == ()
+    assert cr.pull_sizes(2) == (1, 2)
+    assert cr.pull_sizes(40) == tuple(range(1, PULL_BATCH_SIZE + 1))
+
+
+def test_latest_move_ms() -> None:
+    assert cr.latest_move_ms(10_000) == 10_000 + cr.SCHEDULE_SLACK_MS
+    assert cr.latest_move_ms(10_000, 9_000) == 10_000 + cr.SCHEDULE_SLACK_MS
+    # Due before the schedule's first run after a restart: moved by that run (RETRY-32).
+    assert cr.latest_move_ms(10_000, 10_500) == 10_500 + cr.SCHEDULE_SLACK_MS
+
+
+def test_properties_after_own_send() -> None:
+    # Concurrent fallback: ORIGIN_MESSAGE_ID is not added (it went into the new message's own map, then replaced).
+    props = ((Property.RECONSUME_TIME, "1"), (Property.TRANSACTION_PREPARED, "true"))
+    assert dict(cr.properties_after_own_send(props, "T", 2)) == {
+        Property.RETRY_TOPIC: "T", Property.DELAY_TIME_LEVEL: "5"}
+    # Orderly dead letter: set after the map is taken, so it stays on the consumed message.
+    shown = dict(cr.properties_after_own_send((), "T", 1, message_id="id", orderly=True))
+    assert shown == {Property.RETRY_TOPIC: "T", Property.DELAY_TIME_LEVEL: "4", Property.ORIGIN_MESSAGE_ID: "id"}
+    assert dict(cr.properties_after_own_send(((Property.ORIGIN_MESSAGE_ID, "o"),), "T", 1, "id", orderly=True))[
+        Property.ORIGIN_MESSAGE_ID] == "o"
+
+
+@given(st.integers(0, 40), st.booleans())
+def test_properties_after_own_send_agree_with_the_retried_message(n: int, orderly: bool) -> None:
+    """RETRY-30 and RETRY-16: what the consumed message shows is what a retried attempt of the send carries."""
+    retried = cr.client_retry_message("T", n, 5, "G", message_id="id", orderly=orderly, retried=True)
+    assert cr.properties_after_own_send((), "T", n, "id", orderly) == retried.properties
+
+
+# ------------------------------------------------------------------------------------------------------------
 # The state machine
 # ------------------------------------------------------------------------------------------------------------
 
@@ -524,13 +601,30 @@ def run(state: cr.RetryState, *actions: cr.Action) -> cr.RetryState:
     return state
 
 
-FAIL = cr.ListenerReturns(ConsumeStatus.RECONSUME_LATER)
+T0 = (cr.TOPIC, 0, 0)
+R = cr.RETRY
+
+
+def fail(*members: cr.Key, level: int = 0) -> cr.ListenerReturns:
+    return cr.ListenerReturns(members or (T0,), ConsumeStatus.RECONSUME_LATER, delay_level=level)
 
 
 def fresh(max_times: int = 3, faults: int = 4, **kw: object) -> cr.RetryState:
-    base = cr.RetryState(MessageModel.CLUSTERING, 409, max_times, DEFAULT_MAX_RECONSUME_TIMES, 1, 0,
-                         faults_left=faults)
-    return attrs.evolve(base, **kw)
+    return cr.RetryState(cr.RetryConfig(max_reconsume_times=max_times, **kw), faults_left=faults)  # type: ignore[arg-type]
+
+
+def pull(topic: str, offset: int) -> tuple[cr.Pulled, cr.Deliver]:
+    """The message at ``offset`` pulled alone and handed to the listener."""
+    return cr.Pulled(topic, 0, (offset,)), cr.Deliver(topic, 0, (offset,))
+
+
+def due(state: cr.RetryState) -> cr.RetryState:
+    """Let time pass to the next due moment and the schedule service move what is due."""
+    [time_passes] = cr.TRANSITIONS.enabled_actions(state, cr.Bounds(), [cr.TimePasses])
+    state = run(state, time_passes)
+    for action in cr.TRANSITIONS.enabled_actions(state, cr.Bounds(), [cr.ScheduleDelivers]):
+        state = run(state, action)
+    return state
 
 
 def test_explore_default_model() -> None:
@@ -543,72 +637,191 @@ def test_explore_default_model() -> None:
 
 def test_broker_chain_until_dead_letter() -> None:
     # No faults, max 3: delivered with reconsumeTimes 0, 1, 2, 3, each after 10 s, 30 s, 1 min; then %DLQ%.
-    state = fresh()
-    for _ in range(3):
-        state = run(state, cr.Pull(), FAIL, cr.BrokerAnswers(), cr.TimePasses(), cr.ScheduleDelivers())
-    state = run(state, cr.Pull(), FAIL, cr.BrokerAnswers())
-    assert state.phase is cr.Phase.DEAD
-    assert [d.reconsume_times for d in state.deliveries] == [0, 1, 2, 3]
-    assert [d.at_ms for d in state.deliveries] == [0, 10_000, 40_000, 100_000]
-    copies = [(c.dead, c.reconsume_times) for c in state.copies]
-    assert copies == [(False, 1), (False, 2), (False, 3), (True, 4)]
-    assert not any(cr.enabled(state, a) for a in cr.model().actions(state))
+    state = run(fresh(), cr.Publish(0), *pull(cr.TOPIC, 0), fail(), cr.BrokerAnswers(T0))
+    for n in range(3):
+        state = due(state)
+        key = (R, 0, n)
+        state = run(state, *pull(R, n), fail(key), cr.BrokerAnswers(key))
+    chain = state.chains[0]
+    assert [d.reconsume_times for d in chain.deliveries] == [0, 1, 2, 3]
+    assert [d.at_ms for d in chain.deliveries] == [0, 10_000, 40_000, 100_000]
+    assert [(c.dead, c.reconsume_times) for c in chain.copies] == [(False, 1), (False, 2), (False, 3), (True, 4)]
+    [dead] = [s for s in state.stored if s.key[0] == cr.DLQ]
+    props = dict(dead.properties)
+    assert props[Property.RETRY_TOPIC] == cr.TOPIC and props[Property.ORIGIN_MESSAGE_ID] == cr.offset_id(T0)
+    assert props[Property.DELAY_TIME_LEVEL] == "0"
+    assert dict(state.committed) == {(cr.TOPIC, 0): 1, (R, 0): 3}
+    assert not cr.TRANSITIONS.enabled_actions(state, cr.Bounds())
 
 
 def test_fallback_and_local_reconsume_chain() -> None:
     # The send back fails, the fallback stores a copy (level 3); then both fail: local re-consume after 5 s
-    # with the count raised; then the broker's copy reads the stored count, so the next delivery repeats it.
-    state = run(fresh(), cr.Pull(), FAIL, cr.SendBackFails(), cr.FallbackStored())
-    assert state.copies[-1].path is cr.Path.CLIENT and state.due_ms == 10_000
-    state = run(state, cr.TimePasses(), cr.ScheduleDelivers(), cr.Pull(), FAIL, cr.SendBackFails(),
-                cr.FallbackFails())
-    assert state.phase is cr.Phase.LOCAL_WAIT and state.local_times == 2 and state.stored_times == 1
-    state = run(state, cr.TimePasses(), cr.LocalReconsume())
-    assert state.deliveries[-1] == cr.Delivery(2, 10_000 + SEND_BACK_LOCAL_RETRY_DELAY_MS, local=True)
-    state = run(state, FAIL, cr.BrokerAnswers(), cr.TimePasses(), cr.ScheduleDelivers(), cr.Pull())
-    assert [d.reconsume_times for d in state.deliveries] == [0, 1, 2, 2]
+    # with the count raised and the shared properties (RETRY-30); then the broker's copy reads the stored count.
+    state = run(fresh(), cr.Publish(0), *pull(cr.TOPIC, 0), fail(), cr.SendBackFails(T0),
+                cr.FallbackStored(T0))
+    assert state.chains[0].copies[-1].path is cr.Path.CLIENT
+    [parked] = [s for s in state.stored if s.key[0] == cr.SCHEDULE]
+    assert (parked.level, parked.real, dict(parked.properties)[Property.RECONSUME_TIME]) == (3, (R, 0), "1")
+    state = due(state)
+    key = (R, 0, 0)
+    state = run(state, *pull(R, 0), fail(key), cr.SendBackFails(key), cr.FallbackFails(key))
+    held = state.holding(key)
+    assert held is not None and held.reconsume_times == 2
+    assert dict(held.properties)[Property.RETRY_TOPIC] == cr.TOPIC
+    assert Property.RECONSUME_TIME not in dict(held.properties)
+    assert dict(state.committed)[(R, 0)] == 0  # the waiting message holds the offset back (RETRY-17)
+    state = run(state, cr.TimePasses(SEND_BACK_LOCAL_RETRY_DELAY_MS), cr.LocalReconsume((key,)))
+    assert state.chains[0].deliveries[-1] == cr.Delivery(2, 10_000 + SEND_BACK_LOCAL_RETRY_DELAY_MS, True, (R, 0))
+    state = due(run(state, fail(key), cr.BrokerAnswers(key)))
+    state = run(state, *pull(R, 1))
+    assert [d.reconsume_times for d in state.chains[0].deliveries] == [0, 1, 2, 2]
 
 
 def test_retried_fallback_restarts_the_chain() -> None:
     # The client's send needed a retry: the copy starts again at 0 (RETRY-16, RETRY-25) and waits level 3.
-    state = run(fresh(), cr.Pull(), FAIL, cr.SendBackFails(), cr.FallbackStored(retried=True))
-    copy = state.copies[-1]
-    assert (copy.path, copy.retried, copy.reconsume_times, state.scheduled_level) == (cr.Path.CLIENT, True, 0, 3)
-    state = run(state, cr.TimePasses(), cr.ScheduleDelivers(), cr.Pull())
-    assert [d.reconsume_times for d in state.deliveries] == [0, 0]
+    state = run(fresh(), cr.Publish(0), *pull(cr.TOPIC, 0), fail(), cr.SendBackFails(T0),
+                cr.FallbackStored(T0, retried=True))
+    copy = state.chains[0].copies[-1]
+    assert (copy.path, copy.retried, copy.reconsume_times) == (cr.Path.CLIENT, True, 0)
+    state = run(due(state), *pull(R, 0))
+    assert [d.reconsume_times for d in state.chains[0].deliveries] == [0, 0]
 
 
 def test_retry_queue_nums_zero_drops() -> None:
-    state = run(fresh(retry_queue_nums=0), cr.Pull(), FAIL, cr.BrokerAnswers())
-    assert state.phase is cr.Phase.DISCARDED and not state.copies
+    state = run(fresh(retry_queue_nums=0), cr.Publish(0), *pull(cr.TOPIC, 0), fail(),
+                cr.BrokerAnswers(T0))
+    assert not state.chains[0].copies and not state.held and len(state.stored) == 1
 
 
 def test_broadcasting_drops() -> None:
-    state = run(fresh(message_model=MessageModel.BROADCASTING), cr.Pull(), cr.ListenerReturns(None))
-    assert state.phase is cr.Phase.DISCARDED and len(state.deliveries) == 1
+    state = run(fresh(message_model=MessageModel.BROADCASTING), cr.Publish(0), *pull(cr.TOPIC, 0),
+                cr.ListenerReturns((T0,), None))
+    assert not state.batches and not state.held and len(state.chains[0].deliveries) == 1
+
+
+def test_batch_with_ack_index_and_a_short_delay_table() -> None:
+    # Batches of two, ackIndex 0: the second message is sent back; a 2-level table clamps its level 3 to 2.
+    state = run(fresh(batch_max=2, delay_table=(1_000, 2_000)), cr.Publish(0), cr.Publish(0),
+                cr.Pulled(cr.TOPIC, 0, (0, 1)), cr.Deliver(cr.TOPIC, 0, (0, 1)))
+    t1 = (cr.TOPIC, 0, 1)
+    state = run(state, cr.ListenerReturns((T0, t1), ConsumeStatus.CONSUME_SUCCESS, ack_index=0),
+                cr.BrokerAnswers(t1))
+    [parked] = [s for s in state.stored if s.key[0] == cr.SCHEDULE]
+    assert (parked.key, parked.level, dict(parked.properties)[Property.DELAY_TIME_LEVEL]) == \
+        ((cr.SCHEDULE, 1, 0), 2, "2")
+    assert state.committed == (((cr.TOPIC, 0), 2),) and state.chains[0].consumed
+    assert not cr.enabled(state, cr.TimePasses(2_000 + cr.SCHEDULE_SLACK_MS + 1))
+
+
+def test_orderly_suspend_then_dead_letter() -> None:
+    # Orderly, max 1, batches of 2: m0 suspended alone (+1, 5 ms -> 10 ms); then with m1 it is dead-lettered while
+    # m1 suspends the batch; then both are at the limit, m0's dead letter works again and m1's send fails: the
+    # batch is suspended again, m0 shows what its send set (RETRY-30), m1 counts 2.
+    t1 = (cr.TOPIC, 0, 1)
+    suspend = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+    state = run(fresh(1, batch_max=2, orderly=True), cr.Publish(0), cr.Publish(0), *pull(cr.TOPIC, 0),
+                cr.Pulled(cr.TOPIC, 0, (1,)))
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (1,)))  # one batch per queue (RETRY-29)
+    state = run(state, cr.ListenerReturns((T0,), suspend, context_ms=5))
+    assert not cr.enabled(state, cr.TimePasses(11))  # 5 ms is 10 ms (RETRY-24)
+    state = run(state, cr.TimePasses(10))
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (0,)))  # as many as it may take, from m0 (RETRY-29)
+    state = run(state, cr.Deliver(cr.TOPIC, 0, (0, 1)), cr.ListenerReturns((T0, t1), None),
+                cr.DeadLetterSent(T0, cr.DeadLetterOutcome.STORED))
+    assert [h.reconsume_times for h in state.held] == [1, 1]
+    state = run(state, cr.TimePasses(1_000), cr.Deliver(cr.TOPIC, 0, (0, 1)), cr.ListenerReturns((T0, t1), None),
+                cr.DeadLetterSent(T0, cr.DeadLetterOutcome.STORED), cr.DeadLetterSent(t1, cr.DeadLetterOutcome.FAILED))
+    m0, m1 = state.held
+    assert (m0.reconsume_times, m1.reconsume_times) == (1, 2)
+    assert dict(m0.properties) == {Property.DELAY_TIME_LEVEL: "4", Property.ORIGIN_MESSAGE_ID: cr.uniq_id(0),
+                                   Property.RETRY_TOPIC: cr.TOPIC}
+    parked = [s for s in state.stored if s.key[0] == cr.SCHEDULE]
+    assert [(p.chain, p.real, p.reconsume_times, dict(p.properties)[Property.RECONSUME_TIME]) for p in parked] == \
+        [(0, (cr.DLQ, 0), 1, "1")] * 2
+    assert not state.committed
+
+
+def test_pulled_batches_are_cut_into_requests() -> None:
+    # Three messages pulled together, batches of two: the requests are (0, 1) then (2,) (RETRY-28, RETRY-31).
+    state = run(fresh(batch_max=2), cr.Publish(0), cr.Publish(0), cr.Publish(0))
+    assert not cr.enabled(state, cr.Pulled(cr.TOPIC, 0, (1, 2)))  # a pull starts where the last one ended
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (0,)))  # only pulled messages reach the listener
+    state = run(state, cr.Pulled(cr.TOPIC, 0, (0, 1, 2)))
+    assert state.requests == (((cr.TOPIC, 0), (0, 1)), ((cr.TOPIC, 0), (2,)))
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (0,)))
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (2,)))  # in order
+    state = run(state, cr.Deliver(cr.TOPIC, 0, (0, 1)), cr.Deliver(cr.TOPIC, 0, (2,)))
+    t1, t2 = (cr.TOPIC, 0, 1), (cr.TOPIC, 0, 2)
+    state = run(state, cr.ListenerReturns((t2,), ConsumeStatus.CONSUME_SUCCESS))
+    assert dict(state.committed) == {(cr.TOPIC, 0): 0}  # m0 and m1 still held
+    state = run(state, cr.ListenerReturns((T0, t1), ConsumeStatus.CONSUME_SUCCESS))
+    assert dict(state.committed) == {(cr.TOPIC, 0): 3}
+
+
+def test_local_reconsume_in_requests_of_the_batch_size() -> None:
+    # Both sends of m0 and m1 fail: after 5 s they are consumed again as one request of two (RETRY-17, RETRY-28).
+    t1 = (cr.TOPIC, 0, 1)
+    state = run(fresh(batch_max=2), cr.Publish(0), cr.Publish(0), cr.Pulled(cr.TOPIC, 0, (0, 1)),
+                cr.Deliver(cr.TOPIC, 0, (0, 1)), fail(T0, t1))
+    for key in (T0, t1):
+        state = run(state, cr.SendBackFails(key), cr.FallbackFails(key))
+    state = run(state, cr.TimePasses(SEND_BACK_LOCAL_RETRY_DELAY_MS))
+    assert not cr.enabled(state, cr.LocalReconsume((T0,)))
+    state = run(state, cr.LocalReconsume((T0, t1)))
+    assert [d.local for d in state.chains[1].deliveries] == [False, True]
+
+
+def test_broker_restart_holds_a_due_copy_until_the_first_run() -> None:
+    # m0's copy is due 1 s after it was parked; the broker restarts 500 ms before that: the schedule's tasks first
+    # run 1000 ms after the start, so the copy moves then, not before (RETRY-32).
+    state = run(fresh(delay_table=(1_000,)), cr.Publish(0), *pull(cr.TOPIC, 0), fail(), cr.BrokerAnswers(T0),
+                cr.TimePasses(500), cr.BrokerRestarts())
+    assert state.schedule_from_ms == 1_500
+    state = run(state, cr.TimePasses(500))
+    assert not cr.enabled(state, cr.ScheduleDelivers(1, 0))
+    assert cr.enabled(state, cr.TimePasses(500 + cr.SCHEDULE_SLACK_MS))
+    assert not cr.enabled(state, cr.TimePasses(500 + cr.SCHEDULE_SLACK_MS + 1))
+    state = run(state, cr.TimePasses(500), cr.ScheduleDelivers(1, 0))
+    assert dict(state.schedule) == {1: 1} and state.stored[-1].key == (R, 0, 0)
+
+
+def test_refused_locks_let_a_suspended_batch_come_back_late() -> None:
+    # Orderly, suspended for 1 s: the clock may not pass its end; once the consumer's lock requests fail, it may
+    # (the batch waits for the lock), but the batch still does not come back before its end (RETRY-24, RETRY-33).
+    assert cr.resumption_deadline(1_000) == 1_000 and cr.resumption_deadline(1_000, lock_held=False) is None
+    suspend = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+    state = run(fresh(orderly=True), cr.Publish(0), *pull(cr.TOPIC, 0), cr.ListenerReturns((T0,), suspend))
+    assert not cr.enabled(state, cr.TimePasses(1_001))
+    state = run(state, cr.LocksRefused())
+    assert not cr.enabled(state, cr.Deliver(cr.TOPIC, 0, (0,)))
+    state = run(state, cr.TimePasses(5_000), cr.Deliver(cr.TOPIC, 0, (0,)))
+    assert not cr.enabled(fresh(), cr.LocksRefused())  # a concurrent consumer holds no locks
 
 
 def test_the_model_reaches_every_interesting_case() -> None:
     states = list(reachable(cr.model()))
-    dead = [s for s in states if s.phase is cr.Phase.DEAD]
-    assert {s.copies[-1].path for s in dead} == {cr.Path.BROKER, cr.Path.CLIENT}
-    assert any(s.copies[-1].context_level < 0 for s in dead)  # the listener's negative level
-    assert any(s.retry_queue_nums == 0 and s.phase is cr.Phase.DISCARDED for s in states)
-    assert any(s.message_model is MessageModel.BROADCASTING and s.phase is cr.Phase.DISCARDED for s in states)
-    assert any(s.phase is cr.Phase.CONSUMED and len(s.deliveries) > 1 for s in states)
-    # Levels past the table's end (start 15: 3 + 16 = 19) are clamped to 18.
-    assert any(s.start_times == 15 and s.phase is cr.Phase.SCHEDULED and s.copies[-1].reconsume_times == 17
-               and s.scheduled_level == MAX_DELAY_LEVEL for s in states)
-    # RETRY-18: a delivery can show a lower count than the one before it.
-    assert any(any(b.reconsume_times < a.reconsume_times for a, b in itertools.pairwise(s.deliveries))
+    chains = [(s, c) for s in states for c in s.chains]
+    dead = [c.copies[-1] for _, c in chains if c.copies and c.copies[-1].dead]
+    assert {c.path for c in dead} == {cr.Path.BROKER, cr.Path.CLIENT, cr.Path.ORDERLY}
+    assert any(c.context_level < 0 for c in dead)  # the listener's negative level
+    assert any(s.config.retry_queue_nums == 0 and s.chains and not s.held and len(s.stored) == 1 for s in states)
+    assert any(c.consumed and len(c.deliveries) > 1 for _, c in chains)
+    # Levels past the 3-level table's end are clamped to 3.
+    assert any(s.config.max_level == 3 and any(p.level == 3 and p.reconsume_times == 3 for p in s.stored)
                for s in states)
-    # The old client's chain is cut by the group's max.
-    assert any(s.client_version == VERSION_V3_0_11 and s.phase is cr.Phase.DEAD for s in states)
+    # RETRY-18: a delivery can show a lower count than the one before it.
+    assert any(any(b.reconsume_times < a.reconsume_times for a, b in itertools.pairwise(c.deliveries))
+               for _, c in chains)
+    assert any(s.config.client_version == VERSION_V3_0_11 and any(x.dead for x in c.copies) for s, c in chains)
+    assert any(s.config.orderly and s.waiting and len(s.waiting[0].members) == 2 for s in states)
+    assert any(s.config.batch_max == 2 and len(s.batches) == 2 for s in states)
+    assert any(s.schedule_from_ms and any(x.key[0] == R for x in s.stored) for s in states)  # a restart, then moved
+    assert any(s.locks_refused and s.waiting and s.now_ms > s.waiting[0].due_ms for s in states)  # late, waiting
 
 
 @pytest.mark.parametrize(("max_times", "faults"), [(1, 0), (2, 1), (4, 2)])
 def test_explore_other_bounds(max_times: int, faults: int) -> None:
-    result = explore(cr.model(max_times, faults, listener_levels=(0, 2, -1), high_start=14))
+    result = explore(cr.model(max_times, faults, listener_levels=(0, 2, -1), orderly=False, batches=False))
     assert result.ok, [v.describe() for v in result.violations]
 
 
@@ -647,8 +860,8 @@ def test_mutant_fallback_delay_two_plus_n() -> None:
 
 
 def test_mutant_reconsume_times_not_incremented() -> None:
-    mod = mutant(cr, "effective_delay_level(delay_level), reconsume_times + 1,",
-                 "effective_delay_level(delay_level), reconsume_times,")
+    mod = mutant(cr, "effective_delay_level(delay_level, max_level), reconsume_times + 1,",
+                 "effective_delay_level(delay_level, max_level), reconsume_times,")
     caught(mod, "RETRY-9")
 
 
@@ -693,8 +906,8 @@ def test_mutant_broadcasting_sends_back() -> None:
 
 
 def test_mutant_local_reconsume_not_incremented() -> None:
-    mod = mutant(cr, "phase=Phase.LOCAL_WAIT, local_times=state.local_times + 1,",
-                 "phase=Phase.LOCAL_WAIT, local_times=state.local_times,")
+    mod = mutant(cr, "reconsume_times=held.reconsume_times + 1, properties=props)",
+                 "reconsume_times=held.reconsume_times, properties=props)")
     caught(mod, "RETRY-25")
 
 
@@ -704,11 +917,34 @@ def test_mutant_schedule_ignores_the_delay() -> None:
 
 
 def test_mutant_dead_letter_delivered() -> None:
-    mod = mutant(cr, "            return phase is Phase.READY\n",
-                 "            return phase in (Phase.READY, Phase.DEAD)\n")
+    mod = mutant(cr, "CONSUMED_TOPICS = (TOPIC, RETRY)", "CONSUMED_TOPICS = (TOPIC, RETRY, DLQ)")
     caught(mod, "RETRY-27")
 
 
 def test_mutant_local_retry_too_soon() -> None:
-    mod = mutant(cr, "due_ms=state.now_ms + SEND_BACK_LOCAL_RETRY_DELAY_MS,", "due_ms=state.now_ms + 1000,")
+    mod = mutant(cr, "due = state.now_ms + SEND_BACK_LOCAL_RETRY_DELAY_MS", "due = state.now_ms + 1000")
     caught(mod, "RETRY-26")
+
+
+def test_mutant_orderly_suspension_not_counted() -> None:
+    mod = mutant(cr, "state = _set_held(state, attrs.evolve(held, reconsume_times=held.reconsume_times + 1))",
+                 "state = _set_held(state, attrs.evolve(held, reconsume_times=held.reconsume_times))")
+    caught(mod, "RETRY-21")
+
+
+def test_mutant_orderly_dead_letter_below_the_limit() -> None:
+    mod = mutant(cr, "if held.reconsume_times >= cfg.limit:", "if held.reconsume_times >= cfg.limit - 1:")
+    caught(mod, "RETRY-23")
+
+
+def test_mutant_requests_of_one_message_crosshair() -> None:
+    # A concurrent consumer that hands pulled messages over one at a time whatever consumeMessageBatchMaxSize says.
+    mod = mutant(cr, "return tuple(min(batch_max, pulled - start) for start in range(0, pulled, batch_max))",
+                 "return tuple(1 for start in range(0, pulled, batch_max))")
+    run_ = crosshair_mutant(mod, "consume_requests", per_condition_timeout=4)
+    assert not run_.crashed and any(r.failed for r in run_.results)
+
+
+def test_mutant_commit_passes_a_held_message() -> None:
+    mod = mutant(cr, "return max(committed, min((*unfinished, frontier)))", "return max(committed, frontier)")
+    caught(mod, "RETRY-28")

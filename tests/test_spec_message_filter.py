@@ -198,45 +198,181 @@ def test_pull_filter_answer(flag: bool, kind: str | None, expression: str | None
         assert code is (None if enabled else RC.SYSTEM_ERROR)
 
 
+# --------------------------------------------------------------------------------- subscriptions, registration
+def test_build_subscription_examples() -> None:
+    assert mf.build_subscription("T", None, None, 5) == mf.Subscription("T", "TAG", "*", 5)
+    assert mf.build_subscription("T", "TAG", "", 5) == mf.Subscription("T", "TAG", "*", 5)
+    assert mf.build_subscription("T", "TAG", " A || B", 5) == mf.Subscription("T", "TAG", " A || B", 5)
+    assert mf.build_subscription("T", "TAG", "||||", 5) is None  # "subString split error"
+    assert mf.build_subscription("T", "TAG", "|||", 5) is not None  # the pieces "" and "|"
+    assert mf.build_subscription("T", "SQL92", "", 5) is None  # "Expression can't be null! SQL92"
+    assert mf.build_subscription("T", "SQL92", "a >", 5) == mf.Subscription("T", "SQL92", "a >", 5)
+
+
+@given(st.sampled_from(("TAG", "SQL92", None)), st.text(alphabet="a|* ", max_size=5), st.integers(0, 9))
+def test_build_subscription(kind: str | None, expression: str, version: int) -> None:
+    sub = mf.build_subscription("T", kind, expression, version)
+    if kind == "SQL92":
+        assert (sub is None) == (expression == "")
+    elif sub is None:
+        assert set(expression.split("||")) == {""}
+    else:
+        assert sub.expression_type == "TAG" and sub.version == version
+
+
+S = mf.Subscription
+
+
+def test_register_subscriptions_examples() -> None:
+    old = (S("R", "TAG", "*", 1), S("T", "SQL92", "a > 1", 5))
+    assert mf.register_subscriptions(None, (S("T", "TAG", "A", 3),)) == (S("T", "TAG", "A", 3),)
+    assert mf.register_subscriptions(old, (S("R", "TAG", "*", 1), S("T", "TAG", "A", 3))) == old  # older: kept
+    assert mf.register_subscriptions(old, (S("T", "TAG", "A", 5),)) == (old[1],)  # equal: kept; R removed
+    assert mf.register_subscriptions(old, (S("T", "TAG", "A", 6),)) == (S("T", "TAG", "A", 6),)
+
+
+def test_registration_answer_examples() -> None:
+    registered = (S("T", "TAG", "*", 5),)
+    assert mf.registration_answer(None, "T", 1) is RC.SUBSCRIPTION_NOT_EXIST
+    assert mf.registration_answer(registered, "U", 1) is RC.SUBSCRIPTION_NOT_EXIST
+    assert mf.registration_answer(registered, "T", 6) is RC.SUBSCRIPTION_NOT_LATEST
+    assert mf.registration_answer(registered, "T", 5) is None
+
+
+@given(st.lists(st.booleans(), max_size=40), st.integers(0, 40), st.integers(1, 40), st.booleans())
+def test_scan_queue(kept: list[bool], offset: int, max_msgs: int, suspend: bool) -> None:
+    offset = min(offset, len(kept))
+    answer = mf.scan_queue(tuple(kept), offset, max_msgs, suspend)
+    wanted = [i for i in range(offset, len(kept)) if kept[i]][:min(max_msgs, 32)]
+    assert list(answer.found) == wanted
+    if offset == len(kept):
+        assert answer.code is (None if suspend else RC.PULL_NOT_FOUND) and answer.next_begin == offset
+    elif wanted:
+        assert answer.code is RC.SUCCESS
+        full = len(wanted) == min(max_msgs, 32)
+        assert answer.next_begin == (wanted[-1] + 1 if full else len(kept))
+    else:
+        assert answer.code is RC.PULL_RETRY_IMMEDIATELY and answer.next_begin == len(kept)
+
+
+def test_broker_and_client_keep() -> None:
+    assert mf.tags_code(None) == mf.tags_code("") == 0
+    assert mf.tags_code("Aa") == mf.tags_code("BB")
+    assert mf.broker_keeps("TAG", "Aa", None, "BB", {})  # the hash code decides at the broker
+    assert not mf.client_keeps(S("T", "TAG", "Aa", 1), "BB")  # the tag at the client
+    assert mf.broker_keeps("SQL92", "a > 1", None, None, {})  # no filter data: everything
+    assert not mf.broker_keeps("SQL92", "a > 1", "a > 1", None, {"a": "1"})
+    assert mf.broker_keeps("SQL92", "a > 1", "a > 1", None, {"a": "2"})
+    assert mf.client_keeps(S("T", "SQL92", "a > 1", 1), None)  # no tags: the client keeps all
+
+
+@given(st.sampled_from(("*", "A", "Aa", "A || BB", " ")), st.one_of(st.none(), st.sampled_from(("A", "BB", "Aa"))))
+def test_keeps_agree_with_the_tag_oracles(expression: str, tags: str | None) -> None:
+    assert mf.broker_keeps("TAG", expression, None, tags, {}) == mf.broker_tag_matches(expression, mf.tags_code(tags))
+    assert mf.client_keeps(S("T", "TAG", expression, 1), tags) == mf.client_tag_matches(expression, tags)
+
+
 # ------------------------------------------------------------------------------------------------ state machine
 def test_explore() -> None:
     result = explore(mf.model())
     assert result.complete and not result.violations
-    assert result.states > 100
+    assert result.states > 1000
+
+
+C1, C2 = "c1", "c2"
+M0 = mf.Message("m0", "BB", (("TAGS", "BB"), ("a", "2")))
+
+
+def _retry(version: int) -> mf.Subscription:
+    return S("%RETRY%CG", "TAG", "*", version)
 
 
 def test_enabled_and_step() -> None:
     state = mf.FilterState(True)
-    assert mf.enabled(state, mf.Pull(1))
-    state = mf.step(state, mf.Pull(1))
-    assert state.answer is RC.SUBSCRIPTION_NOT_EXIST
-    state = mf.step(state, mf.Heartbeat("a > 1", 2))
-    assert mf.step(state, mf.Pull(3)).answer is RC.SUBSCRIPTION_NOT_LATEST
-    served = mf.step(state, mf.Pull(2))
-    assert served.answer is RC.SUCCESS and served.filtered_by == ("a > 1", 2)
-    state = mf.step(state, mf.Heartbeat("a >", 3))  # removes the filter data, registers version 3
-    assert mf.step(state, mf.Pull(3)).answer is RC.FILTER_DATA_NOT_EXIST
-    state = mf.step(state, mf.Heartbeat("a > 1", 1))
-    assert mf.step(state, mf.Pull(3)).answer is RC.FILTER_DATA_NOT_LATEST
-    off = mf.step(mf.step(mf.FilterState(False), mf.Heartbeat("a > 1", 1)), mf.Pull(1))
-    assert off.answer is RC.SYSTEM_ERROR
+    assert not mf.enabled(state, mf.Pull(C1, mf.TOPIC, 0, 0, 1))  # no such consumer
+    state = mf.step(state, mf.ConsumerStarts(C1, "SQL92", "a > 1", 1))
+    assert not mf.enabled(state, mf.ConsumerStarts(C1, "TAG", "*", 2))  # started once
+    assert not mf.enabled(state, mf.Subscribe(C1, "SQL92", "", 2))  # FilterAPI.build throws
+    pull = mf.Pull(C1, mf.TOPIC, 0, 0, 1)
+    assert mf.pull_answer(state, pull)[0].code is RC.SUBSCRIPTION_NOT_EXIST
+    subs = (_retry(1), S(mf.TOPIC, "SQL92", "a > 1", 1))
+    assert mf.enabled(state, mf.CheckClientConfig(C1, subs[1]))
+    state = mf.step(state, mf.CheckClientConfig(C1, subs[1]))
+    assert state.consumer(C1).check is RC.SUCCESS  # type: ignore[union-attr]
+    state = mf.step(state, mf.Heartbeat(C1, subs))
+    assert state.filter_data == mf.FilterData("a > 1", 1) and state.sub_version == 1
+    state = mf.step(state, mf.Store(0, M0))
+    answer, used = mf.pull_answer(state, pull)
+    assert answer == mf.PullAnswer(RC.SUCCESS, (0,), 1) and used == ("SQL92", "a > 1")
+    state = mf.step(state, pull)
+    assert state.consumer(C1).pending == {(mf.TOPIC, 0, 0)}  # type: ignore[union-attr]
+    state = mf.step(state, mf.Deliver(C1, mf.TOPIC, 0, 0))
+    assert state.consumer(C1).received == {(mf.TOPIC, 0, 0)}  # type: ignore[union-attr]
+    assert not mf.enabled(state, mf.Deliver(C1, mf.TOPIC, 0, 0))  # handed over once per pull
+    # A second consumer of the group with a newer subscription that does not compile: the data goes.
+    state = mf.step(state, mf.ConsumerStarts(C2, "SQL92", "a >", 2))
+    state = mf.step(state, mf.Heartbeat(C2, (_retry(2), S(mf.TOPIC, "SQL92", "a >", 2))))
+    assert state.filter_data is None and state.sub_version == 2
+    assert mf.pull_answer(state, pull)[0].code is RC.FILTER_DATA_NOT_EXIST
+    # The first consumer's heartbeat brings its (older) data back: the second's pulls are not served by it.
+    state = mf.step(state, mf.Heartbeat(C1, subs))
+    assert mf.pull_answer(state, pull)[0].code is RC.SUCCESS
+    assert mf.pull_answer(state, mf.Pull(C2, mf.TOPIC, 0, 0, 2))[0].code is RC.FILTER_DATA_NOT_LATEST
+    assert mf.pull_answer(state, mf.Pull(C2, mf.TOPIC, 0, 1, 3))[0].code is RC.SUBSCRIPTION_NOT_LATEST
+    # A rebalance raised c1's version: the raised subscription is c1's from the heartbeat on.
+    raised = (_retry(1), S(mf.TOPIC, "SQL92", "a > 1", 4))
+    assert mf.enabled(state, mf.Heartbeat(C1, raised))
+    assert not mf.enabled(state, mf.Heartbeat(C1, (_retry(1), S(mf.TOPIC, "SQL92", "a > 2", 4))))
+    off = mf.step(mf.FilterState(False), mf.ConsumerStarts(C1, "SQL92", "a > 1", 1))
+    off = mf.step(off, mf.CheckClientConfig(C1, subs[1]))
+    assert off.consumer(C1).check is RC.SYSTEM_ERROR  # type: ignore[union-attr]
+    off = mf.step(off, mf.Heartbeat(C1, subs))
+    assert mf.pull_answer(off, pull)[0].code is RC.SYSTEM_ERROR
+    assert not mf.enabled(off, mf.CheckClientConfig(C1, subs[1]))  # a start checks before its first heartbeat
+
+
+def test_tag_collisions_reach_the_client_and_stop_there() -> None:
+    state = mf.step(mf.FilterState(False), mf.ConsumerStarts(C1, "TAG", "Aa", 1))
+    state = mf.step(state, mf.Heartbeat(C1, (_retry(1), S(mf.TOPIC, "TAG", "Aa", 1))))
+    state = mf.step(mf.step(state, mf.Store(0, M0)), mf.Rebalanced(C1, mf.TOPIC, frozenset({0})))
+    pull = mf.Pull(C1, mf.TOPIC, 0, 0, 1)
+    assert mf.pull_answer(state, pull)[0].found == (0,)  # "BB" has the hash code of "Aa"
+    assert mf.step(state, pull).consumer(C1).pending == frozenset()  # type: ignore[union-attr]
 
 
 def test_mutant_serving_stale_filter_data() -> None:
     mod = mutant(mf, "        if filter_data.version < request_sub_version:\n",
                  "        if False:\n")
-    assert "FILTER-20" in explore(mod.model()).failed_clauses()
+    # Two consumers, no message: a pull of the queue's end is served (held) with the filter data it found.
+    assert "FILTER-20" in explore(mod.model(mod.Bounds(max_messages=0))).failed_clauses()
 
 
 def test_mutant_ignoring_enable_property_filter() -> None:
     mod = mutant(mf, "    if not enable_property_filter:\n        return ResponseCode.SYSTEM_ERROR\n    return None",
                  "    return None")
-    assert "FILTER-21" in explore(mod.model()).failed_clauses()
+    assert "FILTER-21" in explore(mod.model(mod.Bounds(clients=("c1",), pulling=("c1",)))).failed_clauses()
 
 
 def test_mutant_keeping_an_invalid_expression() -> None:
     mod = mutant(mf, "str(expression_type)) if compiles else None", "str(expression_type))")
-    assert "FILTER-18" in explore(mod.model()).failed_clauses()
+    assert "FILTER-18" in explore(mod.model(mod.Bounds(clients=("c1",), pulling=("c1",)))).failed_clauses()
+
+
+def test_mutant_older_heartbeat_replacing_the_registration() -> None:
+    mod = mutant(mf, "sub if kept is None or sub.version > kept.version else kept", "sub")
+    assert "FILTER-22" in explore(mod.model(mod.Bounds(max_messages=0))).failed_clauses()
+
+
+def test_mutant_client_keeping_collisions() -> None:
+    mod = mutant(mf, "        return client_tag_matches(subscription.expression, tags)\n", "        return True\n")
+    assert {"FILTER-3", "FILTER-26"} & explore(mod.model(mod.Bounds(clients=("c1",), pulling=("c1",)))).failed_clauses()
+
+
+def test_mutant_scan_without_the_filter() -> None:
+    mod = mutant(mf, "broker_keeps(sub.expression_type, sub.expression, sql, m.tags, m.props) for m in queue)",
+                 "True for m in queue)")
+    bounds = mod.Bounds(clients=("c1",), pulling=("c1",), max_messages=2)  # m1 is kept by none of the filters
+    assert "FILTER-23" in explore(mod.model(bounds)).failed_clauses()
 
 
 def test_mutant_and_without_short_circuit_fails_the_examples() -> None:
@@ -259,7 +395,14 @@ def test_crosshair_mutant_check_client_config_without_the_switch() -> None:
 
 
 @pytest.mark.slow
+def test_crosshair_mutant_scan_ignoring_the_batch_limit() -> None:
+    mod = mutant(mf, "        if len(found) >= limit:\n", "        if False:\n")
+    run = crosshair_mutant(mod, "scan_queue", per_condition_timeout=4)
+    assert any(r.failed for r in run.results), run.stderr
+
+
+@pytest.mark.slow
 def test_crosshair_mutant_tags_not_trimmed() -> None:
-    mod = mutant(mf, "        tag = _java_trim(piece)\n", "        tag = piece\n")
+    mod = mutant(mf, "        tag = java_trim(piece)\n", "        tag = piece\n")
     run = crosshair_mutant(mod, "subscription_tags", per_condition_timeout=4)
     assert any(r.failed for r in run.results), run.stderr

@@ -1,39 +1,24 @@
-"""offset_commit: ProcessQueue offsets, offset stores, broker commits and the at-least-once machine."""
+"""offset_commit: the oracles (ProcessQueue, offset stores, broker commits, where a queue starts, the admin answers)."""
 
 from __future__ import annotations
 
-import time
-
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mutation import crosshair_mutant, mutant
 
 from rocketspec.spec import offset_commit as oc
-from rocketspec.spec.explorer import STEP_RAISED, explore
 from rocketspec.spec.offset_commit import (
     NO_OFFSET,
-    CommitArrives,
-    Config,
-    ConsumeFinished,
-    ConsumerCrashed,
-    ConsumeRequest,
-    OffsetState,
-    OffsetUpdated,
-    OrderlyConsumed,
-    PersistAll,
+    NO_TIME,
     ProcessQueueState,
-    PullFound,
-    PullNoNewMessage,
-    QueueAssigned,
-    QueueDropped,
     StoreRead,
-    TakeMessages,
 )
 from rocketspec.spec.protocol import (
+    FLUSH_INTERVAL_COMMITLOG_MS,
     PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION,
     PULL_FLAG_SUSPEND,
+    ConsumeFromWhere,
     MessageModel,
     ReadOffsetType,
     ResponseCode,
@@ -41,6 +26,8 @@ from rocketspec.spec.protocol import (
 from rocketspec.spec.versions import V4_9_3, V4_9_8
 
 CLUSTERING, BROADCASTING = MessageModel.CLUSTERING, MessageModel.BROADCASTING
+FIRST, LAST = ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET
+TIMESTAMP = ConsumeFromWhere.CONSUME_FROM_TIMESTAMP
 
 
 # --- A transcription of the Java classes, to test the oracles against -------------------------------------
@@ -433,262 +420,106 @@ def test_broker_stores_pull_commit(flag: int, first: bool, slave: bool, checked:
     assert not oc.broker_stores_pull_commit(flag, False, slave, checked)
 
 
-# --- The machine: scenarios ---------------------------------------------------------------------------------
+# --- Where a queue starts; the broker's oracles (OFF-20 .. OFF-22, OFF-25, OFF-27, OFF-28) ---------------------
 
 
-def run(state: OffsetState, *actions: oc.Action) -> OffsetState:
-    for action in actions:
-        assert oc.enabled(state, action), action
-        state = oc.step(state, action)
-        for inv in oc.INVARIANTS:
-            assert inv.holds(state), inv.name
-    return state
+def test_pull_start_by_consume_from_where() -> None:
+    """computePullFromWhereWithException: a stored offset wins; without one FIRST starts at 0, LAST at the end (a
+    retry topic at 0), TIMESTAMP at searchOffset (a retry topic at the end); a failed read leaves the queue out."""
+    for where in (FIRST, LAST, TIMESTAMP):
+        assert oc.pull_start(where, 7, False, 20, 3) == 7
+        assert oc.pull_start(where, -2, False, 20, 3) == -1
+    assert oc.pull_start(FIRST, -1, False, 20, 3) == 0
+    assert oc.pull_start(LAST, -1, False, 20, 3) == 20
+    assert oc.pull_start(LAST, -1, True, 20, 3) == 0
+    assert oc.pull_start(TIMESTAMP, -1, False, 20, 3) == 3
+    assert oc.pull_start(TIMESTAMP, -1, True, 20, 3) == 20
 
 
-def test_enabled_needs_the_queue_held() -> None:
-    idle = OffsetState(Config())
-    assert oc.enabled(idle, QueueAssigned()) and oc.enabled(idle, ConsumerCrashed())
-    for action in (PullFound(), PullNoNewMessage(), PersistAll(), QueueDropped(), TakeMessages(),
-                   OrderlyConsumed(True), OffsetUpdated(ConsumeRequest((0,), 1)), CommitArrives(0)):
-        assert not oc.enabled(idle, action)
-    held = oc.step(idle, QueueAssigned())
-    assert not oc.enabled(held, QueueAssigned()) and oc.enabled(held, PullFound())
-    assert not oc.enabled(held, TakeMessages())  # concurrent machine
-    with pytest.raises(ValueError):
-        oc.step(idle, PullFound())
-
-
-def test_increase_only_keeps_the_memory_offset_when_results_are_written_out_of_order() -> None:
-    """Three consume threads remove 0, 1, 2 in order but write their results 3, then 1 and 2 (OFF-5)."""
-    state = run(OffsetState(Config(messages=3, pull_batch=3)), QueueAssigned(), PullFound())
-    for offset in (0, 1, 2):
-        state = run(state, ConsumeFinished(ConsumeRequest((offset,))))
-    pending = {r.removed: r for r in state.held.requests}  # type: ignore[union-attr]
-    assert set(pending) == {1, 2, 3}
-    state = run(state, OffsetUpdated(pending[3]))
-    assert state.memory == 3
-    state = run(state, OffsetUpdated(pending[1]), OffsetUpdated(pending[2]))
-    assert state.memory == 3
-
-
-def test_broker_offset_can_move_back_and_at_least_once_holds() -> None:
-    """Commits travel in any order and the broker overwrites (OFF-8): a stale persist lowers the offset."""
-    state = run(OffsetState(Config(messages=3, pull_batch=3)), QueueAssigned(), PullFound())
-    first = ConsumeRequest((0,))
-    state = run(state, ConsumeFinished(first), OffsetUpdated(ConsumeRequest((0,), 1)), PersistAll())
-    state = run(state, ConsumeFinished(ConsumeRequest((1,))), OffsetUpdated(ConsumeRequest((1,), 2)),
-                PersistAll())
-    assert state.in_flight == (1, 2)
-    state = run(state, CommitArrives(2), CommitArrives(1))
-    assert state.stored == 1 and state.memory == 2
-
-
-def test_crash_redelivers_from_the_broker_offset_only() -> None:
-    """After a crash the consumer resumes at the broker offset: messages consumed since then come again."""
-    state = run(OffsetState(Config(messages=3, pull_batch=3)), QueueAssigned(), PullFound())
-    state = run(state, ConsumeFinished(ConsumeRequest((0,))), OffsetUpdated(ConsumeRequest((0,), 1)),
-                PersistAll(), CommitArrives(1))
-    state = run(state, ConsumeFinished(ConsumeRequest((1,))), OffsetUpdated(ConsumeRequest((1,), 2)))
-    state = run(state, ConsumerCrashed(), QueueAssigned())
-    assert state.held is not None and state.held.next_offset == 1 and state.memory == 1
-    assert state.done == {0, 1}
-    state = run(state, PullFound())
-    assert state.held is not None and state.held.pq.cached == (1, 2)
-
-
-def test_stale_commit_after_a_crash_passes_a_redelivered_message() -> None:
-    """A commit sent before a crash may land after the restart: the broker offset then passes a message the
-    new ProcessQueue holds again, which is why OFF-18 speaks of the memory entry and OFF-17 of handled
-    messages."""
-    state = run(OffsetState(Config(messages=3, pull_batch=3)), QueueAssigned(), PullFound())
-    for offset in (0, 1):
-        state = run(state, ConsumeFinished(ConsumeRequest((offset,))),
-                    OffsetUpdated(ConsumeRequest((offset,), offset + 1)))
-    state = run(state, PersistAll(), ConsumerCrashed(), QueueAssigned(), PullFound())
-    assert state.held is not None and state.held.pq.cached == (0, 1, 2) and state.stored == NO_OFFSET
-    state = run(state, CommitArrives(2))
-    assert state.stored == 2 and 0 in state.held.pq.cached and oc.at_least_once(state)
-
-
-def test_no_new_message_commits_the_end_only_when_nothing_is_cached() -> None:
-    state = run(OffsetState(Config(messages=1, pull_batch=1)), QueueAssigned(), PullFound(),
-                PullNoNewMessage())
-    assert state.memory == 0
-    state = run(state, ConsumeFinished(ConsumeRequest((0,))), PullNoNewMessage())
-    assert state.memory == 1
-
-
-def test_orderly_commit_writes_the_last_taken_plus_one() -> None:
-    state = run(OffsetState(Config(orderly=True, messages=3, pull_batch=3, consume_batch=2)), QueueAssigned(),
-                PullFound(), TakeMessages(), OrderlyConsumed(False), TakeMessages(), OrderlyConsumed(True))
-    assert state.memory == 2 and state.done == {0, 1}
-
-
-def test_late_write_after_a_drop_raises_the_new_memory_entry() -> None:
-    """OFF-12: a consume thread of the dropped ProcessQueue that passed the isDropped check writes after the
-    queue came back; the memory entry then passes messages of the new ProcessQueue, all already handled."""
-    config = Config(CLUSTERING, False, V4_9_8, messages=2, pull_batch=2, late_writes=True)
-    state = run(OffsetState(config), QueueAssigned(), PullFound(), ConsumeFinished(ConsumeRequest((0,))),
-                ConsumeFinished(ConsumeRequest((1,))), QueueDropped())
-    assert state.late == (2,) and state.memory == NO_OFFSET and state.in_flight == (0,)
-    state = run(state, QueueAssigned(), PullFound(), oc.LateOffsetWrite(2))
-    assert state.held is not None and state.held.late_write and state.held.pq.cached == (0, 1)
-    assert state.memory == 2 and oc.at_least_once(state)
-    assert not oc.enabled(state, oc.LateOffsetWrite(2))
-
-
-def test_late_pull_answer_after_a_drop_raises_the_new_memory_entry() -> None:
-    """OFF-12: a pull of the dropped ProcessQueue, with nothing cached, answered NO_NEW_MSG after the queue came
-    back: correctTagsOffset (no isDropped check in 4.9.8) writes its offset over the new memory entry."""
-    config = Config(CLUSTERING, False, V4_9_8, messages=2, pull_batch=2, late_writes=True)
-    state = run(OffsetState(config), QueueAssigned(), PullFound(), ConsumeFinished(ConsumeRequest((0,))),
-                ConsumeFinished(ConsumeRequest((1,))), OffsetUpdated(ConsumeRequest((0,), 1)),
-                OffsetUpdated(ConsumeRequest((1,), 2)), QueueDropped())
-    assert state.late == (2,) and state.memory == NO_OFFSET and state.in_flight == (2,)
-    state = run(state, QueueAssigned(), oc.LateOffsetWrite(2))
-    assert state.held is not None and state.held.late_write and state.held.next_offset == 0
-    assert state.memory == 2 and oc.at_least_once(state)
-
-
-def test_broadcasting_before_4_9_8_keeps_a_stale_memory_offset_after_a_drop() -> None:
-    """OFF-18's versions: 4.9.3's LocalFileOffsetStore neither persists nor forgets on a drop."""
-    config = Config(BROADCASTING, False, V4_9_3, messages=2, pull_batch=2)
-    state = run(OffsetState(config), QueueAssigned(), PullFound(), ConsumeFinished(ConsumeRequest((0,))),
-                OffsetUpdated(ConsumeRequest((0,), 1)), QueueDropped())
-    assert state.stored == NO_OFFSET and state.memory == 1
-    state = run(state, QueueAssigned())
-    assert state.held is not None and state.held.next_offset == 0 and state.memory == 1
-    assert oc.at_least_once(state)
-    newer = run(OffsetState(Config(BROADCASTING, False, V4_9_8, messages=2, pull_batch=2)), QueueAssigned(),
-                PullFound(), ConsumeFinished(ConsumeRequest((0,))), OffsetUpdated(ConsumeRequest((0,), 1)),
-                QueueDropped(), QueueAssigned())
-    assert newer.stored == 1 and newer.memory == 1 and newer.held is not None and newer.held.next_offset == 1
-
-
-@given(st.lists(st.integers(0, 10_000), max_size=40), st.sampled_from(range(len(oc.default_variants()))))
-def test_random_walks_keep_every_invariant(choices: list[int], variant: int) -> None:
-    """enabled/step on random paths of each default machine: every invariant holds after every step."""
-    machine = oc.model()
-    state = machine.initial[variant]
-    for choice in choices:
-        options = [a for a in machine.actions(state) if oc.enabled(state, a)]
-        if not options:
+def java_offset_by_time(times: list[int], timestamp: int) -> int:
+    """ConsumeQueue.getOffsetInQueueByTime over one file, transcribed with its byte arithmetic (20-byte units)."""
+    unit = 20
+    if not times:
+        return 0
+    low, high = 0, len(times) * unit - unit
+    target = left = right = -1
+    left_value = right_value = -1
+    while high >= low:
+        mid = (low + high) // (2 * unit) * unit
+        stored = times[mid // unit]
+        if stored == timestamp:
+            target = mid
             break
-        action = options[choice % len(options)]
-        after = oc.step(state, action)
-        assert all(inv.holds(after) for inv in oc.INVARIANTS)
-        assert all(inv.holds(state, action, after) for inv in oc.STEP_INVARIANTS)
-        state = after
+        if stored > timestamp:
+            high, right, right_value = mid - unit, mid, stored
+        else:
+            low, left, left_value = mid + unit, mid, stored
+    if target != -1:
+        offset = target
+    elif left_value == -1:
+        offset = right
+    elif right_value == -1:
+        offset = left
+    else:
+        offset = right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
+    return offset // unit
 
 
-# --- Exhaustive exploration --------------------------------------------------------------------------------
+@given(st.lists(st.integers(0, 30), max_size=7).map(sorted), st.integers(-5, 40))
+def test_offset_by_time_matches_java(times: list[int], timestamp: int) -> None:
+    found = oc.offset_by_time(tuple(times), timestamp)
+    assert found == java_offset_by_time(times, timestamp)
+    if times:
+        assert all(abs(times[found] - timestamp) <= abs(t - timestamp) for t in times)
 
 
-def test_explore_default_model() -> None:
-    started = time.perf_counter()
-    result = explore(oc.model())
-    seconds = time.perf_counter() - started
-    assert result.complete and result.ok, [v.describe() for v in result.violations]
-    assert result.states > 40_000
-    print(f"offset_commit: {result.states} states, {result.transitions} transitions, depth {result.depth}, "
-          f"{seconds:.1f} s")
+def test_offset_by_time_examples() -> None:
+    """OFF-21: an exact entry, the nearer neighbour (the earlier on a tie), the first entry before every message,
+    the last entry (not the max offset) after every message, 0 for an empty queue."""
+    times = (100, 200, 300)
+    assert oc.offset_by_time(times, 200) == 1
+    assert oc.offset_by_time(times, 240) == 1 and oc.offset_by_time(times, 260) == 2
+    assert oc.offset_by_time(times, 250) == 1
+    assert oc.offset_by_time(times, 5) == 0
+    assert oc.offset_by_time(times, 10**13) == 2
+    assert oc.offset_by_time((), 5) == 0
 
 
-# --- Sensitivity: broken rules are caught ------------------------------------------------------------------
-
-SMALL = {"messages": 3, "pull_batch": 2, "max_crashes": 0, "max_drops": 0}
-
-
-def failed(mod: object, variants: tuple[Config, ...], **bounds: int) -> set[str]:
-    """The clauses whose invariants the explorer breaks on the mutant (a step that raises does not count)."""
-    result = explore(mod.model(variants=variants, **{**SMALL, **bounds}))  # type: ignore[attr-defined]
-    assert result.complete
-    assert all(v.invariant != STEP_RAISED for v in result.violations), result.violations
-    return result.failed_clauses()
+@given(st.lists(st.integers(0, 3000), max_size=5).map(sorted), st.integers(0, 4000), st.booleans())
+def test_crash_keeps(times: list[int], crash_ms: int, sync: bool) -> None:
+    kept = oc.crash_keeps(tuple(times), crash_ms, sync)
+    if sync:
+        assert kept == len(times)
+    else:
+        assert kept == len([t for t in times if t <= crash_ms - FLUSH_INTERVAL_COMMITLOG_MS])
+    assert oc.offset_after_restart(5, 2, True) == 2 and oc.offset_after_restart(5, 2, False) == 5
 
 
-def concurrent(consume_batch: int = 1, failures: int = 0) -> tuple[Config, ...]:
-    return (Config(CLUSTERING, False, V4_9_8, 3, 2, consume_batch, failures),)
+@given(st.lists(st.integers(1, 50), max_size=4).map(sorted), st.integers(NO_OFFSET, 6),
+       st.sampled_from([-1, 0, 10, 25, 60]), st.booleans())
+def test_reset_target(times: list[int], committed: int, timestamp: int, force: bool) -> None:
+    target = oc.reset_target(tuple(times), committed, timestamp, force)
+    if committed == NO_OFFSET:
+        assert target is None
+        return
+    by_time = len(times) if timestamp == -1 else oc.offset_by_time(tuple(times), timestamp)
+    assert target == (by_time if force or by_time < committed else committed)
 
 
-def test_mutant_increase_only_ignored() -> None:
-    mod = mutant(oc, "memory = update_offset(state.memory, written, True)",
-                 "memory = update_offset(state.memory, written, False)")
-    assert "OFF-5" in failed(mod, concurrent())
+def test_consume_stats_and_time_span_rows() -> None:
+    times = (1000, 2000, 3000)
+    assert oc.consume_stats_row(times, 2) == (3, 2, 2000)
+    assert oc.consume_stats_row(times, NO_OFFSET) == (3, 0, 0)
+    assert oc.consume_stats_row(times, 5) == (3, 5, 0)  # past the max offset: no message before it
+    assert oc.consume_time_span(times, 1, 9000) == (1000, 3000, 1000, 7000)
+    assert oc.consume_time_span(times, 3, 9000) == (1000, 3000, 3000, 0)
+    assert oc.consume_time_span(times, NO_OFFSET, 9000) == (1000, 3000, 1000, 9000 - NO_TIME)
+    assert oc.consume_time_span((), NO_OFFSET, 9000) == (NO_TIME, NO_TIME, NO_TIME, 9000 - NO_TIME)
 
 
-def test_mutant_remove_returns_largest_removed_plus_one() -> None:
-    mod = mutant(oc, "result = remaining[0] if remaining else pq.queue_offset_max + 1",
-                 "result = max((o for o in pq.cached if o in offsets), default=pq.queue_offset_max) + 1")
-    clauses = failed(mod, concurrent())
-    assert {"OFF-18", "OFF-17"} <= clauses
 
 
-def test_mutant_remove_returns_max_plus_one_while_messages_remain() -> None:
-    mod = mutant(oc, "result = remaining[0] if remaining else pq.queue_offset_max + 1",
-                 "result = pq.queue_offset_max + 1")
-    assert {"OFF-18", "OFF-17", "OFF-3"} <= failed(mod, concurrent())
-
-
-def test_mutant_commit_before_consumption() -> None:
-    """The pulled batch is committed on arrival, before any listener ran."""
-    mod = mutant(oc, "held=pulled)", "held=pulled, memory=end)")
-    assert {"OFF-17", "OFF-18"} <= failed(mod, concurrent())
-
-
-def test_mutant_broker_takes_the_max() -> None:
-    mod = mutant(oc, "return offset, offset < stored", "return max(offset, stored), offset < stored")
-    assert "OFF-8" in failed(mod, concurrent())
-
-
-def test_mutant_failed_send_back_dropped_from_the_process_queue() -> None:
-    mod = mutant(oc, "after, offset = _without(pq, tuple(o for o in batch if o not in retried))",
-                 "after, offset = _without(pq, batch)")
-    assert "OFF-19" in failed(mod, concurrent(2, 1))
-
-
-def test_mutant_pull_commits_offset_zero_and_slave_pulls() -> None:
-    mod = mutant(oc, "if commit_value > 0 and not to_slave:", "if commit_value >= 0:")
-    assert "OFF-9" in failed(mod, concurrent())
-
-
-def test_mutant_no_new_message_ignores_taken_messages() -> None:
-    """correctTagsOffset must look at msgCount, which counts orderly taken messages too (OFF-14)."""
-    mod = mutant(oc, "if held.pq.msg_count == 0:", "if not held.pq.cached:")
-    orderly = (Config(CLUSTERING, True, V4_9_8, 2, 2, 1),)
-    assert "OFF-14" in failed(mod, orderly)
-
-
-def test_mutant_orderly_commit_skips_a_message() -> None:
-    mod = mutant(oc, "pq.taken[-1] + 1", "pq.taken[-1] + 2")
-    orderly = (Config(CLUSTERING, True, V4_9_8, 3, 2, 1),)
-    assert {"OFF-17", "OFF-15"} <= failed(mod, orderly)
-
-
-def test_mutant_assignment_ignores_the_broker_offset() -> None:
-    """A re-added queue that starts at the memory entry's successor instead of the stored offset loses
-    messages consumed by nobody (OFF-13, OFF-19)."""
-    mod = mutant(oc, "start = answer if answer >= 0 else 0", "start = max(answer, 0) + 1")
-    assert {"OFF-13", "OFF-19"} <= failed(mod, concurrent(), max_crashes=1)
-
-
-def test_late_writes_need_the_exemption() -> None:
-    """Without OFF-18's exception for late writes the explorer finds the race of OFF-12."""
-    mod = mutant(oc, "if state.memory == NO_OFFSET or not state.config.forgets or held.late_write:",
-                 "if state.memory == NO_OFFSET or not state.config.forgets:")
-    late = (Config(CLUSTERING, False, V4_9_8, 2, 2, 1, late_writes=True),)
-    assert "OFF-18" in failed(mod, late, max_drops=1)
-    assert failed(oc, late, max_drops=1, max_crashes=1) == set()
-
-
-def test_broadcasting_4_9_3_needs_the_versioned_exemption() -> None:
-    """Without OFF-18's version note the explorer finds 4.9.3's stale memory offset after a drop."""
-    mod = mutant(oc, "if state.memory == NO_OFFSET or not state.config.forgets or held.late_write:",
-                 "if state.memory == NO_OFFSET or held.late_write:")
-    old = (Config(BROADCASTING, False, V4_9_3, 2, 2, 1),)
-    new = (Config(BROADCASTING, False, V4_9_8, 2, 2, 1),)
-    assert "OFF-18" in failed(mod, old, max_drops=1)
-    assert failed(mod, new, max_drops=1) == set()
+# --- Sensitivity: CrossHair finds broken oracles ---------------------------------------------------------
 
 
 def test_crosshair_finds_remove_returning_largest_removed_plus_one() -> None:
@@ -707,4 +538,17 @@ def test_crosshair_finds_broker_taking_the_max() -> None:
 def test_crosshair_finds_increase_only_ignored() -> None:
     mod = mutant(oc, "if current == NO_OFFSET or not increase_only:", "if True:")
     run_ = crosshair_mutant(mod, "update_offset", per_condition_timeout=4)
+    assert not run_.crashed and any(r.failed for r in run_.results)
+
+
+def test_crosshair_finds_last_offset_taken_as_first() -> None:
+    mod = mutant(oc, "    return 0 if retry else max_offset\n", "    return 0\n")
+    run_ = crosshair_mutant(mod, "pull_start", per_condition_timeout=4)
+    assert not run_.crashed and any(r.failed for r in run_.results)
+
+
+def test_crosshair_finds_search_by_time_past_the_end_answering_the_max_offset() -> None:
+    mod = mutant(oc, "    if right_time == NO_TIME:\n        return left\n",
+                 "    if right_time == NO_TIME:\n        return left + 1\n")
+    run_ = crosshair_mutant(mod, "offset_by_time", per_condition_timeout=4)
     assert not run_.crashed and any(r.failed for r in run_.results)

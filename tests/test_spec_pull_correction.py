@@ -20,11 +20,13 @@ from rocketspec.spec.protocol import (
     MAX_TRANSFER_COUNT_ON_MESSAGE_IN_DISK,
     MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY,
     OFFSET_ILLEGAL_REMOVE_DELAY_MS,
+    PERM_READ,
     PULL_BATCH_SIZE,
     PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL,
     PULL_TIME_DELAY_MS_WHEN_EXCEPTION,
     SHORT_POLLING_TIME_MS,
     WHICH_BROKER_WHEN_CONSUME_SLOWLY,
+    ConsumeFromWhere,
     GetMessageStatus,
     PullStatus,
     ResponseCode,
@@ -446,58 +448,266 @@ def test_offset_illegal_example() -> None:
     assert OFFSET_ILLEGAL_REMOVE_DELAY_MS == 10_000
 
 
+# ----------------------------------------------------------------------------------------------- the consumers
+
+
+@given(st.one_of(st.none(), st.integers(0, 100)), st.integers(0, 100))
+def test_stored_offset(committed: int | None, min_offset: int) -> None:
+    got = pc.stored_offset(committed, min_offset)
+    if committed is not None:
+        assert got == committed
+    else:
+        # ConsumerManageProcessor.queryConsumerOffset: a new group on a queue that never lost data reads 0.
+        assert got == (0 if min_offset == 0 else pc.NO_OFFSET)
+
+
+def _search(times: tuple[int, ...], file_start: int, min_offset: int, data_from: int, ts: int) -> int:
+    """getOffsetInQueueByTime, by the rule it ends up at (not its binary search)."""
+    low = max(min_offset, file_start)
+    if low >= len(times):
+        return 0
+    readable = [o for o in range(max(low, data_from), len(times))]
+    if not readable:
+        return max(file_start - 1, 0)
+    if all(times[o] > ts for o in readable):
+        return readable[0]
+    if all(times[o] < ts for o in readable):
+        return len(times) - 1
+    before = max(o for o in readable if times[o] <= ts)
+    after = min(o for o in readable if times[o] >= ts)
+    if times[before] == ts or times[after] == ts:
+        return -1  # some entry stored at ts: which one the search meets is its own business
+    return after if ts - times[before] > times[after] - ts else before
+
+
+@given(st.lists(st.integers(0, 30), max_size=8), st.integers(0, 8), st.integers(0, 8), st.integers(0, 8),
+       st.integers(-5, 35))
+def test_offset_by_time(raw: list[int], file_start: int, min_offset: int, data_from: int, ts: int) -> None:
+    times = tuple(sorted(raw))
+    file_start, min_offset, data_from = (min(v, len(times)) for v in (file_start, min_offset, data_from))
+    got = pc.offset_by_time(times, file_start, min_offset, data_from, ts)
+    expected = _search(times, file_start, min_offset, data_from, ts)
+    if expected == -1:
+        assert times[got] == ts and got >= max(min_offset, file_start, data_from)
+    else:
+        assert got == expected
+
+
+def test_offset_by_time_examples() -> None:
+    times = (10, 20, 30, 40)
+    assert pc.offset_by_time(times, 0, 0, 0, 5) == 0          # before the first: the first entry
+    assert pc.offset_by_time(times, 0, 0, 0, 99) == 3         # past the last: the last entry, not the max offset
+    assert pc.offset_by_time(times, 0, 0, 0, 24) == 1         # nearer the entry before
+    assert pc.offset_by_time(times, 0, 0, 0, 26) == 2         # nearer the entry after
+    assert pc.offset_by_time(times, 0, 0, 0, 25) == 1         # a tie: the earlier one
+    assert pc.offset_by_time(times, 0, 0, 2, 5) == 2          # entries whose data is gone count as earlier
+    assert pc.offset_by_time(times, 2, 0, 4, 5) == 1          # every entry's data gone: the file's start - 1
+    assert pc.offset_by_time(times, 0, 0, 4, 5) == 0          # ... 0 at least
+    assert pc.offset_by_time((), 0, 0, 0, 5) == 0             # an empty queue
+
+
+@given(st.sampled_from(list(ConsumeFromWhere)), st.integers(-1, 50), st.booleans(), st.integers(0, 50),
+       st.integers(0, 50))
+def test_start_offset(where: ConsumeFromWhere, last: int, retry: bool, max_offset: int, searched: int) -> None:
+    got = pc.start_offset(where, last, retry=retry, max_offset=max_offset, searched=searched)
+    if last >= 0:
+        assert got == last
+    elif where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        assert got == 0
+    elif where is ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET:
+        assert got == (0 if retry else max_offset)
+    else:
+        assert got == (max_offset if retry else searched)
+
+
+@given(st.integers(0, 8), st.sampled_from((6, 4, 2, 0)))
+def test_consumer_queue_ids(read_queue_nums: int, perm: int) -> None:
+    got = pc.consumer_queue_ids(read_queue_nums, perm)
+    assert got == (tuple(range(read_queue_nums)) if perm & PERM_READ else ())
+
+
+@given(st.sampled_from([*PullStatus, None]), offsets, st.booleans(), st.integers(0, 32), st.booleans())
+def test_lite_reaction(status: PullStatus | None, next_begin: int, seek: bool, found: int, flow: bool) -> None:
+    got = pc.lite_reaction(status, next_begin, seek_pending=seek, found_messages=found, flow_control=flow)
+    if status is None:
+        delay = PULL_TIME_DELAY_MS_WHEN_BROKER_FLOW_CONTROL if flow else PULL_TIME_DELAY_MS_WHEN_EXCEPTION
+        assert got == pc.LiteReaction(None, repull_delay_ms=delay)
+    else:
+        # OFFSET_ILLEGAL is only logged: the pull offset moves like any other answer's (DefaultLitePullConsumerImpl).
+        assert got == pc.LiteReaction(None if seek else next_begin,
+                                      enqueue=status is PullStatus.FOUND and found > 0 and not seek)
+
+
+@given(st.frozensets(st.integers(0, 9), max_size=5), st.integers(0, 9), st.frozensets(st.integers(0, 9)))
+def test_consume_progress(cached: frozenset[int], extra: int, removed: frozenset[int]) -> None:
+    offset_max = max(cached, default=0) + extra
+    got = pc.consume_progress(cached, offset_max, removed)
+    rest = cached - removed
+    assert got == (-1 if not cached else min(rest) if rest else offset_max + 1)
+
+
+@given(st.integers(-2, 12), st.integers(0, 5), st.integers(0, 5), st.booleans())
+def test_seek_allowed_and_auto_commit(offset: int, a: int, b: int, assigned: bool) -> None:
+    lo, hi = min(a, b), max(a, b)
+    assert pc.seek_allowed(offset, lo, hi, assigned=assigned) == (assigned and lo <= offset <= hi)
+    assert pc.auto_commit_due(offset, auto_commit=assigned) == (assigned and offset <= 0)
+
+
+# ----------------------------------------------------------------------------------------------- walkthroughs
+
+
+def _run(state: pc.PullState, *actions: pc.Action) -> pc.PullState:
+    for action in actions:
+        assert pc.enabled(state, action), (action, state)
+        state = pc.step(state, action)
+    return state
+
+
+def _cycle(state: pc.PullState, q: int = 0) -> pc.PullState:
+    """Send the queue's next pull, let the broker process it, and (unless it is held) deliver the answer."""
+    offset = pc.next_pull_offset(state, q)
+    state = _run(state, pc.PullSent(q, offset), pc.Pull(q, offset, pc.consumer_answer(state, q, offset, True)))
+    if any(r.phase is pc.Phase.ANSWERED for r in state.queues[q].requests):
+        state = _run(state, pc.Answered(q, offset))
+    return state
+
+
 def test_consumer_walkthrough_after_queue_reset() -> None:
     """A consumer stored at 3 on a queue now holding [0, 1): OVERFLOW_BADLY → drop, fix to 1, rebalance at 1."""
-    state = pc.PullState(pc.Config(max_messages=3), pc.Store(matches=(True,)), broker_offset=3)
-    for action in (pc.Rebalance(),):
-        assert pc.enabled(state, action)
-        state = pc.step(state, action)
-    assert state.pull_offset == 3 and state.memory_offset == 3
-    answer = pc.decide(state, 3, True)
+    config = pc.Config(max_messages=3, subscription=None)
+    state = _run(pc.initial_state(config, (3,)), pc.Append(0, "A", 0), pc.Rebalance(0, 3))
+    q0 = state.queues[0]
+    assert q0.pull_offset == 3 and q0.memory_offset == 3
+    answer = pc.consumer_answer(state, 0, 3, True)
     assert (answer.status, answer.code, answer.next_offset) == (G.OFFSET_OVERFLOW_BADLY, RC.PULL_OFFSET_MOVED, 1)
-    state = pc.step(state, pc.Pull(answer))
-    assert state.broker_offset == 3  # the pull committed the memory offset 3 before the answer
-    assert state.pq is not None and state.pq.dropped and state.fix == pc.OffsetUpdate(1, False)
-    assert not pc.enabled(state, pc.Rebalance())
-    state = pc.step(state, pc.DelayedFix())
-    assert (state.broker_offset, state.pq, state.memory_offset) == (1, None, None)
-    state = pc.step(state, pc.Rebalance())
-    assert state.pull_offset == 1
-    held = pc.decide(state, 1, True)
+    state = _run(state, pc.PullSent(0, 3), pc.Pull(0, 3, answer))
+    assert state.queues[0].broker_offset == 3  # the pull committed the memory offset 3 before the answer
+    state = _run(state, pc.Answered(0, 3))
+    q0 = state.queues[0]
+    assert q0.pq is not None and q0.pq.dropped and q0.fix == pc.OffsetUpdate(1, False)
+    assert not pc.enabled(state, pc.Rebalance(0, 3)) and not pc.enabled(state, pc.DelayedFix(0))
+    assert not pc.enabled(state, pc.TimePasses(OFFSET_ILLEGAL_REMOVE_DELAY_MS + 1))  # the fix is due at 10 s
+    state = _run(state, pc.TimePasses(OFFSET_ILLEGAL_REMOVE_DELAY_MS), pc.DelayedFix(0), pc.PersistSent(0, 1),
+                 pc.QueueRemoved(0), pc.Persist(0, 1))
+    q0 = state.queues[0]
+    assert (q0.broker_offset, q0.pq, q0.memory_offset) == (1, None, None)
+    state = _run(state, pc.Rebalance(0, 1))
+    held = pc.consumer_answer(state, 0, 1, True)
     assert held.code is None and held.status is G.OFFSET_OVERFLOW_ONE
-    state = pc.step(state, pc.Pull(held))
+    state = _run(state, pc.PullSent(0, 1), pc.Pull(0, 1, held))
     assert state.held == 1
-    state = pc.step(state, pc.Append(True))
-    rerun = pc.decide(state, 1, False)
-    assert pc.enabled(state, pc.Wake(rerun))
-    state = pc.step(state, pc.Wake(rerun))
-    assert state.held is None and state.pq is not None and state.pq.cached == frozenset({1})
-    assert state.pull_offset == 2
+    state = _run(state, pc.Append(0, "A", 1))
+    rerun = pc.consumer_answer(state, 0, 1, False)
+    assert not pc.enabled(state, pc.TimePasses(1))  # a matching arrival wakes the held pull at once
+    state = _run(state, pc.Wake(0, 1, rerun), pc.Answered(0, 1))
+    q0 = state.queues[0]
+    assert state.held is None and q0.pq is not None and q0.pq.cached == frozenset({1}) and q0.pull_offset == 2
     # On 4.9.3 the same queue would have sent the consumer back to 0 (min == 0).
-    old = attrs.evolve(state, config=pc.Config(profile=V4_9_3), pull_offset=3)
-    assert pc.decide(old, 3, True).next_offset == 0
+    old = attrs.evolve(state, config=attrs.evolve(config, profile=V4_9_3))
+    assert pc.decide(old, 0, 3).next_offset == 0
+
+
+def test_a_new_group_starts_where_the_broker_and_consume_from_where_say() -> None:
+    base = pc.Config(max_messages=4, cq_file_entries=2, subscription=None)
+    filled = _run(pc.initial_state(base, (None,)), *(pc.Append(0, "A", t) for t in (10, 20, 30, 40)))
+    # min is 0: QUERY_CONSUMER_OFFSET answers 0, whatever consumeFromWhere says (PULL-29).
+    for where in ConsumeFromWhere:
+        state = attrs.evolve(filled, config=attrs.evolve(base, from_where=where))
+        assert pc.rebalance_start(state, 0) == 0
+    gone = _run(filled, pc.DeleteCommitLog(0), pc.DeleteCommitLog(0), pc.DeleteConsumeQueueFile(0),
+                pc.CorrectMinOffset(0))
+    assert gone.queues[0].store.min_offset == 2
+    starts = {}
+    for where, ts in ((ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, 0), (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, 0),
+                      (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, 5), (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, 99),
+                      (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, 32)):
+        state = attrs.evolve(gone, config=attrs.evolve(base, from_where=where, consume_timestamp=ts))
+        starts[(where.name, ts)] = pc.rebalance_start(state, 0)
+    assert starts == {("CONSUME_FROM_FIRST_OFFSET", 0): 0, ("CONSUME_FROM_LAST_OFFSET", 0): 4,
+                      ("CONSUME_FROM_TIMESTAMP", 5): 2, ("CONSUME_FROM_TIMESTAMP", 99): 3,
+                      ("CONSUME_FROM_TIMESTAMP", 32): 2}
+    # A %RETRY% queue: CONSUME_FROM_LAST_OFFSET starts at 0, CONSUME_FROM_TIMESTAMP at the max.
+    retry = pc.Config(retry_queue=True, from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+    assert pc.consumer_queues(pc.initial_state(retry)) == (0, 1)
+    assert pc.consumer_queues(pc.initial_state(attrs.evolve(retry, perm=2))) == (1,)
+
+
+def test_lite_pull_walkthrough() -> None:
+    """A lite pull consumer: OFFSET_ILLEGAL only moves its pull offset; poll, commit and seek (PULL-31 to PULL-36)."""
+    config = pc.Config(consumer=pc.ConsumerKind.LITE_PULL, assign=(0,), batch=2, max_messages=4, subscription=None,
+                       cq_file_entries=4)
+    state = _run(pc.initial_state(config, (9,)), *(pc.Append(0, "A", t) for t in range(3)), pc.Assign(0))
+    assert pc.next_pull_offset(state, 0) == 9  # the broker's offset, read through memory first
+    state = _cycle(state)
+    q0 = state.queues[0]
+    assert q0.memory_offset == 9 and q0.pull_offset == 3 and q0.pq is not None and not q0.pq.dropped
+    assert not any(r.commit for r in q0.requests)
+    state = _run(state, pc.Seek(0, 0))
+    assert pc.next_pull_offset(state, 0) == 0 and not pc.enabled(state, pc.TimePasses(1))
+    state = _cycle(state)
+    assert state.cache == ((0, (0, 1)),) and state.queues[0].consume_offset == 0
+    state = _run(state, pc.Poll())  # the first poll auto-commits (consume offset 0), then takes (0, 1)
+    q0 = state.queues[0]
+    assert q0.memory_offset == 0 and q0.consume_offset == 2 and state.cache == ()
+    assert not pc.enabled(state, pc.Seek(0, 5)) and pc.enabled(state, pc.Seek(0, 3))
+    state = _run(state, pc.Commit(True), pc.PersistSent(0, 2), pc.Persist(0, 2))
+    assert state.queues[0].broker_offset == 2
 
 
 def test_enabled_rejects_an_answer_the_broker_would_not_give() -> None:
-    state = pc.step(pc.PullState(pc.Config(), pc.Store(matches=(True, True)), broker_offset=0), pc.Rebalance())
-    right = pc.decide(state, 0, True)
-    assert pc.enabled(state, pc.Pull(right))
-    assert not pc.enabled(state, pc.Pull(attrs.evolve(right, next_offset=right.next_offset + 1)))
-    assert not pc.enabled(state, pc.Wake(right)) and not pc.enabled(state, pc.HoldTimeout(right))
+    state = _run(pc.initial_state(pc.Config(), (0,)), pc.Append(0, "A", 0), pc.Append(0, "A", 1), pc.Rebalance(0, 0),
+                 pc.PullSent(0, 0))
+    right = pc.decide(state, 0, 0)
+    assert pc.enabled(state, pc.Pull(0, 0, right))
+    assert not pc.enabled(state, pc.Pull(0, 0, attrs.evolve(right, next_offset=right.next_offset + 1)))
+    assert not pc.enabled(state, pc.Wake(0, 0, right)) and not pc.enabled(state, pc.HoldTimeout(0, 0, right))
+
+
+def test_a_broker_restart_fails_what_is_on_the_wire() -> None:
+    config = pc.Config(subscription=None)
+    state = _run(pc.initial_state(config, (0,)), pc.Rebalance(0, 0))
+    state = _cycle(state)
+    assert state.held == 0
+    state = _run(state, pc.BrokerRestart())
+    assert not state.registered and state.queues[0].requests[0].answer == pc.failed_answer(0)
+    state = _run(state, pc.Answered(0, 0))
+    assert state.queues[0].pull_in == PULL_TIME_DELAY_MS_WHEN_EXCEPTION
+    state = _run(state, pc.TimePasses(PULL_TIME_DELAY_MS_WHEN_EXCEPTION), pc.PullSent(0, 0))
+    failed = pc.decide(state, 0, 0)
+    assert failed.code is RC.SUBSCRIPTION_NOT_EXIST  # no heartbeat since the restart (PULL-17)
 
 
 # ----------------------------------------------------------------------------------------------- state machine
 
 
+#: A small model (two messages, files of one entry, one message a pull) and a tiny one (one message): each run of
+#: them takes a second or a few. The push consumer's part walks the small one; the lite pull consumer's seeks, commits
+#: and timers multiply its states, so its part walks the tiny one.
+SMALL: dict[str, object] = {"max_messages": 2, "cq_file_entries": 1, "batch": 1}
+TINY: dict[str, object] = {"max_messages": 1, "cq_file_entries": 1, "batch": 1}
+PUSH, LITE = (pc.ConsumerKind.PUSH,), (pc.ConsumerKind.LITE_PULL,)
+
+
+@pytest.mark.slow
+def test_explore_the_default_model() -> None:
+    result = explore(pc.model())
+    assert result.complete and not result.violations, [v.describe() for v in result.violations]
+    assert result.ok and result.states > 10_000
+
+
 @pytest.mark.parametrize(
     "bounds",
     [
-        {},
-        {"profile": V4_9_3},
-        {"is_slave": True},
-        {"is_slave": True, "offset_check_in_slave": True},
-        {"is_slave": True, "profile": V4_9_3},
-        {"batch": 1, "cq_file_entries": 3},
+        {**SMALL, "kinds": PUSH},
+        {**SMALL, "kinds": PUSH, "profile": V4_9_3},
+        {**SMALL, "kinds": PUSH, "is_slave": True},
+        {**SMALL, "kinds": PUSH, "is_slave": True, "offset_check_in_slave": True},
+        {**SMALL, "kinds": PUSH, "is_slave": True, "profile": V4_9_3},
+        {**TINY, "kinds": PUSH, "bounds": pc.Bounds(lifecycle=True, restarts=True, resets=(0, 3), raw=True)},
+        {**TINY, "kinds": LITE},
+        {**TINY, "kinds": LITE, "profile": V4_9_3},
+        {**TINY, "kinds": LITE, "is_slave": True},
+        {**TINY, "kinds": LITE, "bounds": pc.Bounds(lifecycle=True, restarts=True, time=False)},
     ],
 )
 def test_explore(bounds: dict[str, object]) -> None:
@@ -506,95 +716,118 @@ def test_explore(bounds: dict[str, object]) -> None:
     assert result.ok and result.states > 1000
 
 
-def _violated(mod: object, **bounds: object) -> set[str]:
-    result = explore(mod.model(**bounds))  # type: ignore[attr-defined]
+def _failed(mod: object, max_states: int = 20_000, lite: bool = False, **bounds: object) -> set[str]:
+    """The clauses the explorer finds violated in a broken copy's small model (the walk stops at ``max_states``);
+    ``lite``: the lite pull consumer's part only."""
+    if lite:
+        bounds["kinds"] = (mod.ConsumerKind.LITE_PULL,)  # type: ignore[attr-defined]
+    result = explore(mod.model(**{**SMALL, **bounds}), max_states=max_states)  # type: ignore[attr-defined]
+    return result.failed_clauses()
+
+
+def _violated(mod: object, max_states: int = 20_000, **bounds: object) -> set[str]:
+    result = explore(mod.model(**{**SMALL, **bounds}), max_states=max_states)  # type: ignore[attr-defined]
     return {v.invariant for v in result.violations}
 
 
 def test_mutant_too_small_corrected_to_zero() -> None:
     mod = mutant(pc, "GetMessageStatus.OFFSET_TOO_SMALL, corrected(min_offset))",
                  "GetMessageStatus.OFFSET_TOO_SMALL, corrected(0))")
-    result = explore(mod.model())
-    assert "OFFSET_TOO_SMALL corrects to min" in {v.invariant for v in result.violations}
-    assert "PULL-3" in result.failed_clauses()
+    assert "OFFSET_TOO_SMALL corrects to min" in _violated(mod)
+    assert "PULL-3" in _failed(mod)
 
 
 def test_mutant_too_small_corrected_to_max() -> None:
     mod = mutant(pc, "GetMessageStatus.OFFSET_TOO_SMALL, corrected(min_offset))",
                  "GetMessageStatus.OFFSET_TOO_SMALL, corrected(max_offset))")
-    result = explore(mod.model())
-    assert {"OFFSET_TOO_SMALL corrects to min", "no readable matching message is skipped"} <= {
-        v.invariant for v in result.violations
-    }
-    assert {"PULL-3", "PULL-27"} <= result.failed_clauses()
+    assert {"OFFSET_TOO_SMALL corrects to min", "no readable matching message is skipped"} <= _violated(mod)
+    assert {"PULL-3", "PULL-27"} <= _failed(mod)
 
 
 def test_mutant_overflow_one_moved() -> None:
     mod = mutant(pc, "if status in (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE):",
                  "if status in (GetMessageStatus.OFFSET_FOUND_NULL,):")
-    result = explore(mod.model())
-    assert "PULL_OFFSET_MOVED only outside [min, max]" in {v.invariant for v in result.violations}
-    assert "PULL-26" in result.failed_clauses()
+    assert "PULL_OFFSET_MOVED only outside [min, max]" in _violated(mod)
+    assert "PULL-26" in _failed(mod)
 
 
 def test_mutant_new_overflow_badly_rule_on_4_9_3() -> None:
     mod = mutant(pc, "if min_offset == 0 and profile < V4_9_4:",
                  'if min_offset == 0 and profile < VersionProfile.of("4.9.0"):')
-    result = explore(mod.model(profile=V4_9_3))
-    assert "OFFSET_OVERFLOW_BADLY correction per version" in {v.invariant for v in result.violations}
-    assert "PULL-5" in result.failed_clauses()
-    assert not explore(mod.model(profile=V4_9_8)).violations  # 4.9.8 unaffected
+    assert "OFFSET_OVERFLOW_BADLY correction per version" in _violated(mod, profile=V4_9_3)
+    assert "PULL-5" in _failed(mod, profile=V4_9_3)
+    assert not _failed(mod, max_states=10**6, profile=V4_9_8, kinds=PUSH)  # 4.9.8 unaffected
 
 
 def test_mutant_old_overflow_badly_rule_on_4_9_8() -> None:
     mod = mutant(pc, "if min_offset == 0 and profile < V4_9_4:", "if min_offset == 0:")
-    result = explore(mod.model(profile=V4_9_8))
-    assert "PULL-5" in result.failed_clauses()
+    assert "PULL-5" in _failed(mod, profile=V4_9_8)
 
 
 def test_mutant_offset_illegal_stored_increase_only() -> None:
     mod = mutant(pc, "drop=True, fix=OffsetUpdate(next_begin_offset, False)",
                  "drop=True, fix=OffsetUpdate(next_begin_offset, True)")
-    result = explore(mod.model())
-    assert "the fix stores the correction as is" in {v.invariant for v in result.violations}
-    assert "PULL-22" in result.failed_clauses()
+    assert "OFFSET_ILLEGAL drops and schedules the fix" in _violated(mod)
+    assert "PULL-22" in _failed(mod)
 
 
 def test_mutant_held_request_answered_twice() -> None:
-    mod = mutant(pc, "        case Wake(answer=a) | HoldTimeout(answer=a):\n            return _react(state, a)",
-                 "        case Wake(answer=a) | HoldTimeout(answer=a):\n"
-                 "            return attrs.evolve(_react(state, a), held=a.requested)")
-    result = explore(mod.model())
-    assert "PULL-14" in result.failed_clauses()
+    mod = mutant(pc, "    return state.with_queue(queue_id, requests=replaced(qs, index, request))",
+                 "    return state.with_queue(queue_id, requests=(*replaced(qs, index, request), request))")
+    assert "PULL-14" in _failed(mod)
 
 
 def test_mutant_scan_skips_an_entry() -> None:
     mod = mutant(pc, "return StoreDecision(outcome.status, offset + outcome.entries_scanned, outcome.messages)",
                  "return StoreDecision(outcome.status, offset + outcome.entries_scanned + 1, outcome.messages)")
-    result = explore(mod.model())
-    assert "no readable matching message is skipped" in {v.invariant for v in result.violations}
-    assert "PULL-27" in result.failed_clauses()
+    assert "no readable matching message is skipped" in _violated(mod)
+    assert "PULL-27" in _failed(mod)
 
 
 def test_mutant_woken_request_commits() -> None:
-    mod = mutant(pc, "        case Wake(answer=a) | HoldTimeout(answer=a):\n            return _react(state, a)",
-                 "        case Wake(answer=a) | HoldTimeout(answer=a):\n"
-                 "            return _react(attrs.evolve(state, broker_offset=state.memory_offset or 0), a)")
-    result = explore(mod.model())
-    assert "only a first processing on a master commits" in {v.invariant for v in result.violations}
-    assert "PULL-18" in result.failed_clauses()
+    mod = mutant(pc, "    return state.with_queue(queue_id, requests=replaced(qs, index, request))",
+                 "    return state.with_queue(queue_id, requests=replaced(qs, index, request),\n"
+                 "                            broker_offset=qs.memory_offset or 0)")
+    assert "only a first processing on a master commits" in _violated(mod)
+    assert "PULL-18" in _failed(mod)
 
 
 def test_mutant_slave_commits() -> None:
-    mod = mutant(pc, "if broker_commits(broker_allow_suspend=True, has_commit_flag=flag, is_slave=cfg.is_slave):",
-                 "if broker_commits(broker_allow_suspend=True, has_commit_flag=flag, is_slave=False):")
-    assert not explore(mod.model()).violations
-    assert "PULL-18" in explore(mod.model(is_slave=True)).failed_clauses()
+    indent = "\n" + " " * 34
+    mod = mutant(pc, f"has_commit_flag=request.commit is not None,{indent}is_slave=cfg.is_slave):",
+                 f"has_commit_flag=request.commit is not None,{indent}is_slave=False):")
+    assert not _failed(mod, max_states=10**6, kinds=PUSH)
+    assert "PULL-18" in _failed(mod, is_slave=True)
 
 
 def test_mutant_rebalance_ignores_stored_offset() -> None:
-    mod = mutant(pc, "            offset = state.broker_offset\n", "            offset = 0\n")
-    assert "PULL-24" in explore(mod.model()).failed_clauses()
+    mod = mutant(pc, "    return computed_start(state, queue_id, broker_answer(state, queue_id))",
+                 "    return computed_start(state, queue_id, -1)")
+    assert "PULL-24" in _failed(mod)
+
+
+def test_mutant_new_group_ignores_the_zero_answer() -> None:
+    mod = mutant(pc, "    return 0 if min_offset <= 0 else NO_OFFSET", "    return NO_OFFSET")
+    assert "PULL-29" in _failed(mod)
+
+
+def test_mutant_lite_pull_drops_on_offset_illegal() -> None:
+    mod = mutant(pc, "    if state.config.lite:\n        return _lite_react(state, q, request.answer)",
+                 "    if state.config.lite and request.answer.code is not ResponseCode.PULL_OFFSET_MOVED:\n"
+                 "        return _lite_react(state, q, request.answer)")
+    assert "PULL-32" in _failed(mod, lite=True)
+
+
+def test_mutant_poll_takes_the_newest_request() -> None:
+    mod = mutant(pc, "        (q, offsets), cache = cache[0], cache[1:]",
+                 "        (q, offsets), cache = cache[-1], cache[:-1]")
+    assert "PULL-34" in _failed(mod, lite=True)
+
+
+def test_mutant_seek_keeps_the_cache() -> None:
+    mod = mutant(pc, "    return attrs.evolve(state, cache=tuple(r for r in state.cache if r[0] != q))",
+                 "    return state")
+    assert "PULL-36" in _failed(mod, lite=True)
 
 
 def test_crosshair_mutant_slave_keeps_offset_moved() -> None:
@@ -615,4 +848,11 @@ def test_crosshair_mutant_master_does_not_correct() -> None:
     mod = mutant(pc, "    if not is_slave or offset_check_in_slave:\n        return new_offset\n    return old_offset",
                  "    if is_slave and offset_check_in_slave:\n        return new_offset\n    return old_offset")
     run = crosshair_mutant(mod, "next_offset_correction", per_condition_timeout=4)
+    assert any(r.failed for r in run.results), run.stderr
+
+
+def test_crosshair_mutant_search_past_the_last_answers_the_max() -> None:
+    mod = mutant(pc, "    if right_time == -1:\n        return left",
+                 "    if right_time == -1:\n        return left + 1")
+    run = crosshair_mutant(mod, "offset_by_time", per_condition_timeout=4)
     assert any(r.failed for r in run.results), run.stderr

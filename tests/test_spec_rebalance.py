@@ -25,7 +25,6 @@ from rocketspec.spec.protocol import (
     retry_topic,
 )
 from rocketspec.spec.queues import MessageQueue, java_string_key, sorted_queues
-from rocketspec.spec.rebalance.invariants import _owners
 from rocketspec.spec.versions import V4_9_3, V4_9_8, VersionProfile
 
 TOPIC = "TopicTest"
@@ -537,126 +536,29 @@ def test_broker_lock_granted(holder: str | None, idle: int) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The group machine
+# Pull commits, route queues, MACHINE_ROOM
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def test_default_model_explores_clean() -> None:
-    result = explored()  # its speed is a benchmark's business (docs/benchmarks.md), never a test's
-    assert result.ok, "\n".join(v.describe() for v in result.violations)
-    assert result.complete and result.states > 10_000
-    assert set(result.clauses) <= set(reb.CLAUSES.ids)
+@given(st.sampled_from(list(MessageModel)), st.integers(-1, 100))
+def test_pull_commit_offset(model: MessageModel, offset: int) -> None:
+    got = reb.pull_commit_offset(model, offset)
+    assert got == (offset if model is MessageModel.CLUSTERING and offset > 0 else None)
 
 
-@pytest.mark.parametrize(
-    "group",
-    [
-        dict(consumers=3, strategy="AVG_BY_CIRCLE", flaps=0),
-        dict(consumers=3, strategy="CONSISTENT_HASH", flaps=0),
-        dict(consumers=2, strategy="MACHINE_ROOM", brokers=2, queues_per_broker=2),
-        dict(consumers=2, shrinking_route=True),
-        dict(consumers=2, queues_per_broker=1, orderly=True, flaps=0, profile=V4_9_3),
-        dict(consumers=3, brokers=1, queues_per_broker=1, orderly=True, flaps=0),
-        dict(consumers=2, queues_per_broker=1, orderly=True, flaps=0, restarts=2),
-    ],
-)
-def test_other_groups_explore_clean(group: dict) -> None:
-    result = explored(reb.group(**group))
-    assert result.ok, "\n".join(v.describe() for v in result.violations)
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 4), st.integers(0, 4),
+                          st.sampled_from([2, 4, 6])), max_size=2, unique_by=lambda t: t[0]))
+def test_route_queues_are_the_read_queues(datas: list) -> None:
+    queue_datas = tuple(reb.RouteQueueData(*d) for d in datas)
+    got = reb.route_queues(TOPIC, queue_datas)
+    assert got == {mq(b, i) for b, r, _w, perm in datas if perm & 4 for i in range(r)}
 
 
-def test_every_clause_is_checked() -> None:
-    cited = {c for o in reb.CLAUSES.oracles for c in o.clauses}
-    cited |= {c for inv in (*reb.INVARIANTS, *reb.STEP_INVARIANTS) for c in inv.clauses}
-    assert cited == set(reb.CLAUSES.ids)
-    assert all(len(c.statement.splitlines()) == 1 for c in reb.CLAUSES.clauses)
-
-
-def test_groups_reject_config() -> None:
-    with pytest.raises(ValueError, match="CONFIG"):
-        reb.group(strategy="CONFIG")
-
-
-def _run(state: reb.GroupState, *actions: reb.Action) -> reb.GroupState:
-    for action in actions:
-        assert reb.enabled(state, action), action
-        state = reb.step(state, action)
-    return state
-
-
-def test_delayed_unlock_race_leaves_an_unbacked_lock_flag() -> None:
-    """REB-19 replayed: c1 drops queue b with cached messages (unlock in 20 s), takes it back, the unlock lands."""
-    setup = reb.group(consumers=2, brokers=2, queues_per_broker=1, orderly=True)
-    c1, c2 = setup.consumer_ids
-    qa, qb = setup.queues
-    state = _run(
-        reb.initial_state(setup),
-        reb.ConsumerStarted(c1), reb.Rebalanced(c1), reb.ConsumerStarted(c2),
-        reb.Rebalanced(c1, cached=True),  # c1 gives qb to c2; the unlock waits 20 s
-        reb.ClientEvicted(c2), reb.Rebalanced(c1),  # c2's channel drops: c1 takes qb back, lock still its own
-        reb.UnlockArrived(c1, qb),  # the delayed unlock frees the broker lock c1 relies on
-    )
-    entry = state.consumer(c1).table[1]
-    assert entry is not None and entry.locked and entry.unbacked and state.lock_holders[1] is None
-    state = _run(state, reb.HeartbeatSent(c2), reb.Rebalanced(c2))  # c2 is back and locks qb
-    assert state.lock_holders[1] == c2 and state.consumer(c2).table[1] is not None
-    assert state.consumer(c1).table[1].locked  # both believe; only c1's next lockAll ends it
-    state = _run(state, reb.LockRenewed(c1))
-    assert not state.consumer(c1).table[1].locked
-    assert state.consumer(c1).table[0] is not None and qa == setup.queues[0]
-
-
-def test_broker_restart_leaves_unbacked_lock_flags_until_lock_all() -> None:
-    """REB-24 replayed: broker-b restarts under c1's lock on qb; c1 consumes on its flag; c2 takes the free lock
-    first (it rebalanced onto qb), so c1's next lockAll loses qb; broker-a's locks are untouched."""
-    setup = reb.group(consumers=2, brokers=2, queues_per_broker=1, orderly=True, flaps=0, restarts=1)
-    c1, c2 = setup.consumer_ids
-    qa, qb = setup.queues
-    state = _run(reb.initial_state(setup), reb.ConsumerStarted(c1), reb.Rebalanced(c1))
-    assert state.lock_holders == (c1, c1)
-    assert not reb.enabled(state, reb.BrokerRestarted("broker-c"))
-    state = _run(state, reb.BrokerRestarted("broker-b"))
-    assert state.lock_holders == (c1, None) and state.restarts_left == 0
-    assert state.consumer(c1).table[1] == reb.ProcessQueueState(locked=True, unbacked=True)
-    assert not state.consumer(c1).table[0].unbacked
-    assert not reb.enabled(state, reb.BrokerRestarted("broker-a"))  # the bound: one restart
-    state = _run(state, reb.BatchConsumed(c1, qb))  # orderly consumption goes on under the client's flag
-    assert state.consumer(c1).table[1].offset == 0  # offsets are tracked on the first queue only
-    state = _run(state, reb.ConsumerStarted(c2), reb.Rebalanced(c2))  # c2 is allocated qb and finds it free
-    assert state.lock_holders == (c1, c2)
-    state = _run(state, reb.LockRenewed(c1))
-    assert not state.consumer(c1).table[1].locked and state.consumer(c1).table[0].locked
-    assert qa == setup.queues[0]
-
-
-def test_busy_removal_keeps_a_dropped_queue_until_pull_expiry() -> None:
-    setup = reb.group(consumers=2, brokers=2, queues_per_broker=1, orderly=True, flaps=0)
-    c1, c2 = setup.consumer_ids
-    state = _run(
-        reb.initial_state(setup),
-        reb.ConsumerStarted(c1), reb.Rebalanced(c1), reb.BatchConsumed(c1, setup.queues[0]),
-        reb.ConsumerStarted(c2), reb.Rebalanced(c1, busy=True),
-    )
-    kept = state.consumer(c1).table[1]
-    assert kept is not None and kept.dropped and state.stored_offsets == (0, 0)
-    assert state.consumer(c1).table[0] == reb.ProcessQueueState(offset=1, locked=True)
-    state = _run(state, reb.Rebalanced(c2))  # refused: c1 still holds the lock of the kept queue
-    assert state.consumer(c2).table[1] is None and not state.consumer(c2).synced
-    state = _run(state, reb.ConsumerShutdown(c2), reb.Rebalanced(c1))  # allocated again but dropped: stuck
-    assert state.consumer(c1).table[1].dropped
-    state = _run(state, reb.PullExpired(c1, setup.queues[1]), reb.Rebalanced(c1))  # expiry repairs it
-    assert state.consumer(c1).table[1] == reb.ProcessQueueState(locked=True)
-
-
-def test_transient_double_ownership_is_reachable_and_settles() -> None:
-    setup = reb.group(consumers=2, flaps=0)
-    c1, c2 = setup.consumer_ids
-    state = _run(reb.initial_state(setup), reb.ConsumerStarted(c1), reb.Rebalanced(c1), reb.ConsumerStarted(c2),
-                 reb.Rebalanced(c2))
-    owners = [_owners(state.live(), p) for p in range(4)]
-    assert owners[2] == [c1, c2] and not reb.views_agree(state)
-    state = _run(state, reb.Rebalanced(c1, reversed_list=True))
-    assert reb.views_agree(state) and [_owners(state.live(), p) for p in range(4)] == [[c1], [c1], [c2], [c2]]
+def test_machine_room_oracle_matches_allocate() -> None:
+    queues = [mq("room1@broker-a", i) for i in range(3)] + [mq("room2@broker-b", i) for i in range(2)]
+    for cid in ("c1", "c2"):
+        assert reb.allocate_by_machine_room(frozenset({"room1"}), cid, queues, ["c2", "c1"]) == reb.allocate(
+            "MACHINE_ROOM", cid, queues, ["c1", "c2"], consumer_idcs={"room1"})
 
 
 # ---------------------------------------------------------------------------------------------------------------

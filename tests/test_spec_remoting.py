@@ -14,13 +14,13 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from mutation import mutant
+from mutation import crosshair_mutant, mutant
 
 from rocketspec.refimpl.frame import FrameError, decode, encode
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec import remoting as wire
 from rocketspec.spec.explorer import explore
-from rocketspec.spec.protocol import MAX_FRAME_BYTES, LanguageCode, SerializeType
+from rocketspec.spec.protocol import MAX_FRAME_BYTES, LanguageCode, RequestCode, SerializeType
 
 JSON, ROCKETMQ = SerializeType.JSON, SerializeType.ROCKETMQ
 
@@ -146,9 +146,11 @@ def test_the_codec_refuses_what_a_peer_refuses(header: bytes, kind: int) -> None
 def test_the_connection_machine_explores_clean() -> None:
     result = explore(wire.model())
     assert result.ok and result.complete, [v.describe() for v in result.violations]
-    # The frame and message readers (WIRE-1..3, WIRE-6, WIRE-9..11, WIRE-13) are oracles CrossHair checks.
+    # The frame and message readers (WIRE-1..3, WIRE-6, WIRE-9..11, WIRE-13) and what only a socket server shows
+    # (WIRE-14..17) are oracles CrossHair checks.
     assert set(result.clauses) == set(wire.CLAUSES.ids) - {"WIRE-1", "WIRE-2", "WIRE-3", "WIRE-6", "WIRE-9",
-                                                           "WIRE-10", "WIRE-11", "WIRE-13"}
+                                                           "WIRE-10", "WIRE-11", "WIRE-13", "WIRE-14", "WIRE-15",
+                                                           "WIRE-16", "WIRE-17"}
 
 
 def test_step_and_enabled_replay_a_timeout() -> None:
@@ -201,7 +203,7 @@ def test_a_request_marked_as_a_response_is_never_answered() -> None:
 ])
 def test_explorer_catches_broken_rule(old: str, new: str, invariant: str) -> None:
     broken = mutant(wire, old, new)
-    failed = {v.invariant for v in explore(broken.model()).violations}
+    failed = {v.invariant for v in explore(broken.model(), max_states=20_000).violations}  # BFS: found early
     assert invariant in failed, failed
 
 
@@ -261,3 +263,59 @@ def test_unknown_code_answer_and_offset_message_id() -> None:
     assert wire.unknown_code_answer(True, 9999) == (3, " request type 9999 not supported")
     assert wire.unknown_code_answer(False, 9999) is None
     assert wire.offset_message_id(b"\x7f\x00\x00\x01", 10911, 4096) == "7F00000100002A9F0000000000001000"
+
+
+# ------------------------------------------------------------------ what only a socket server shows (WIRE-14..17)
+def test_the_vip_channel_answers_a_pull_as_an_unknown_code() -> None:
+    """WIRE-14: BrokerController registers every processor on the fast remoting server but PULL_MESSAGE's, so a
+    pull on port - 2 meets AdminBrokerProcessor's getUnknownCmdResponse; anything else is served as on the port."""
+    assert wire.vip_channel_answer(RequestCode.PULL_MESSAGE) == (3, " request type 11 not supported")
+    for code in (RequestCode.SEND_MESSAGE_V2, RequestCode.HEART_BEAT, RequestCode.QUERY_CONSUMER_OFFSET,
+                 RequestCode.GET_BROKER_CONFIG, RequestCode.END_TRANSACTION, 9999):
+        assert wire.vip_channel_answer(code) is None
+
+
+@given(st.booleans(), st.booleans())
+def test_flow_control_refuses_only_without_room(room: bool, oneway: bool) -> None:
+    """WIRE-15: without room a request is answered SYSTEM_BUSY [OVERLOAD] (a oneway one is lost); with room it is
+    queued."""
+    answer = wire.overload_answer(room, oneway)
+    assert (answer is not None) == (not room and not oneway)
+    assert answer is None or answer == (2, "[OVERLOAD]system busy, start flow control for a while")
+
+
+def test_fast_failure_answers_a_request_that_waited_its_limit() -> None:
+    """WIRE-15: BrokerFastFailure answers a request taken as late as its executor's limit (behind >= max), with the
+    time it waited and the size of the queue left."""
+    assert wire.fast_failure_answer(199, 200, 3) is None
+    assert wire.fast_failure_answer(200, 200, 3) == (
+        2, "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: 200ms, size of queue: 3")
+
+
+@given(st.integers(0, 10**6), st.integers(0, 10**6))
+def test_an_idle_connection_closes_past_its_limit_unless_off(idle_ms: int, max_idle_ms: int) -> None:
+    """WIRE-16: IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds) fires once the time has passed; 0 is off."""
+    assert wire.idle_closes(idle_ms, max_idle_ms) == (max_idle_ms > 0 and idle_ms >= max_idle_ms)
+    assert not wire.idle_closes(10**9, 0)
+
+
+def test_own_commands_are_written_in_the_own_serialize_type() -> None:
+    """WIRE-17: a processor's answer takes its request's serialize type; a request a server sends, or a flow-control
+    answer, the server's own (JSON unless configured)."""
+    assert wire.serialize_type_written(ROCKETMQ) is ROCKETMQ
+    assert wire.serialize_type_written(JSON) is JSON
+    assert wire.serialize_type_written(None) is JSON
+    assert wire.serialize_type_written(None, own=ROCKETMQ) is ROCKETMQ
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("old", "new", "function"), [
+    ("    if code not in VIP_CHANNEL_UNSERVED_CODES:\n", "    if code in VIP_CHANNEL_UNSERVED_CODES:\n",
+     "vip_channel_answer"),
+    ("    if waited_ms < max_wait_ms:\n", "    if waited_ms <= max_wait_ms:\n", "fast_failure_answer"),
+    ("    return own if answering is None else answering\n", "    return own\n", "serialize_type_written"),
+])
+def test_crosshair_catches_a_broken_socket_server_oracle(old: str, new: str, function: str) -> None:
+    mod = mutant(wire, old, new)
+    run = crosshair_mutant(mod, function, per_condition_timeout=4)
+    assert any(r.failed for r in run.results), run.stderr

@@ -675,3 +675,115 @@ def test_mutant_recording_without_fault_tolerance_is_caught() -> None:
 def test_mutant_finished_send_selecting_again_is_caught() -> None:
     bad = mutant(sr, "return not state.done and state.in_flight is None", "return state.in_flight is None")
     assert "SEND-21" in violated(bad, **SMALL)
+
+
+# --- SEND-24: the producer's own checks (Validators.checkMessage) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("topic", "body_len", "code", "text"),
+    [
+        (None, 1, -1, "The specified topic is blank"),
+        (" \t", 1, -1, "The specified topic is blank"),
+        ("a" * 128, 1, -1, "longer than topic max length 127"),
+        ("Topic Test", 1, -1, "contains illegal characters"),
+        ("Topic\n", 1, -1, "contains illegal characters"),       # a trailing newline is no whitespace to trim
+        ("SCHEDULE_TOPIC_XXXX", 1, -1, "is forbidden"),
+        (TOPIC, None, ResponseCode.MESSAGE_ILLEGAL, "body is null"),
+        (TOPIC, 0, ResponseCode.MESSAGE_ILLEGAL, "length is zero"),
+        (TOPIC, 4 * 1024 * 1024 + 1, ResponseCode.MESSAGE_ILLEGAL, "MAX: 4194304"),
+    ],
+)
+def test_message_refusal_names_the_first_check_that_fails(
+    topic: str | None, body_len: int | None, code: int, text: str
+) -> None:
+    """SEND-24: topic checks come before body checks; each names its code and reason."""
+    refusal = sr.message_refusal(topic, body_len, 4 * 1024 * 1024)
+    assert refusal is not None and refusal[0] == code and text in refusal[1]
+
+
+def test_message_refusal_passes_a_legal_message_at_the_size_limit() -> None:
+    """SEND-24: a body exactly maxMessageSize long and a 127-unit topic of legal characters are sent."""
+    assert sr.message_refusal("a" * 127, 100, 100) is None
+    assert sr.message_refusal("%RETRY%CG_a-b|c", 1, 100) is None
+    assert sr.message_refusal("\u00a0", 1, 100) is not None     # a no-break space is no Java whitespace: illegal char
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The client namespace (SEND-25, SEND-26).
+
+
+@pytest.mark.parametrize(("namespace", "resource", "wrapped"), [
+    ("ns", "T", "ns%T"),
+    ("MQ_INST_1", "TopicTest", "MQ_INST_1%TopicTest"),
+    ("ns", "%RETRY%CG", "%RETRY%ns%CG"),
+    ("ns", "%DLQ%CG", "%DLQ%ns%CG"),
+    ("ns", "ns%T", "ns%T"),  # already wrapped
+    ("ns", "%RETRY%ns%CG", "%RETRY%ns%CG"),
+    ("ns", "other%T", "ns%other%T"),  # another namespace's name is wrapped like any
+    ("ns", "SCHEDULE_TOPIC_XXXX", "SCHEDULE_TOPIC_XXXX"),  # system topics and groups stay
+    ("ns", "TBW102", "TBW102"),
+    ("ns", "rmq_sys_x", "rmq_sys_x"),
+    ("ns", "CID_RMQ_SYS_TRANS", "CID_RMQ_SYS_TRANS"),
+    ("ns", "", ""),
+    ("ns", None, None),
+    ("", "T", "T"),
+    (None, "T", "T"),
+])
+def test_wrap_namespace_examples(namespace: str | None, resource: str | None, wrapped: str | None) -> None:
+    assert sr.wrap_namespace(namespace, resource) == wrapped
+
+
+@pytest.mark.parametrize(("resource", "namespace", "plain"), [
+    ("ns%T", "ns", "T"),
+    ("%RETRY%ns%CG", "ns", "%RETRY%CG"),
+    ("%DLQ%ns%CG", "ns", "%DLQ%CG"),
+    ("T", "ns", "T"),
+    ("other%T", "ns", "other%T"),  # another namespace stays
+    ("%RETRY%other%CG", "ns", "%RETRY%other%CG"),
+    ("ns%T", None, "ns%T"),
+    ("ns%T", "", "ns%T"),
+    ("", "ns", ""),
+    (None, "ns", None),
+    ("rmq_sys_%T", "rmq_sys_", "rmq_sys_%T"),  # reads as a system topic: left wrapped
+    ("ns%a%b", "ns", "a%b"),  # up to the first separator only
+])
+def test_without_namespace_examples(resource: str | None, namespace: str | None, plain: str | None) -> None:
+    assert sr.without_namespace(resource, namespace) == plain
+
+
+@given(st.sampled_from(("ns", "MQ_INST_1", "a")),
+       st.text(alphabet="%RETYDLQab_", max_size=12).filter(lambda t: not t.startswith("rmq_sys_")))
+def test_namespace_round_trip_and_idempotence(namespace: str, resource: str) -> None:
+    wrapped = sr.wrap_namespace(namespace, resource)
+    assert sr.wrap_namespace(namespace, wrapped) == wrapped
+    assert sr.without_namespace(wrapped, namespace) == resource or wrapped == resource
+
+
+def test_wire_topic_and_result_topic_follow_the_namespace() -> None:
+    plain = sr.Config(SYNC, False)
+    inside = attrs.evolve(plain, namespace="ns1")
+    assert sr.wire_topic(plain, TOPIC) == TOPIC
+    assert sr.wire_topic(inside, TOPIC) == "ns1%" + TOPIC
+    assert sr.wire_topic(inside, "SCHEDULE_TOPIC_XXXX") == "SCHEDULE_TOPIC_XXXX"
+    queue = MessageQueue("ns1%" + TOPIC, A, 0)
+    state = sr.SendState(inside, (queue,), (), 0, 0)
+    assert sr.result_topic(state) is None
+    sent = sr.step(state, sr.SelectQueue(queue))
+    assert sent.in_flight == queue  # the request carries the wrapped topic
+    answered = sr.step(sent, sr.AttemptAnswered(1, SendStatus.SEND_OK))
+    assert sr.result_topic(answered) == TOPIC
+    assert sr.result_topic(attrs.evolve(answered, config=plain)) == "ns1%" + TOPIC
+
+
+def test_the_checks_see_the_wrapped_topic() -> None:
+    """SEND-24 under SEND-26: a blank topic is no longer blank once wrapped, and the wrapped length counts."""
+    inside = sr.Config(SYNC, False, namespace="ns1")
+    state = sr.SendState(inside, QUEUES, (), 0, 0, message=sr.MessageShape(" ", 1))
+    reason = sr.refusal(state)
+    assert reason is not None and reason[1].startswith("The specified topic[ns1% ] contains illegal characters")
+    assert sr.refusal(attrs.evolve(state, config=attrs.evolve(inside, namespace=None)))[1] == (  # type: ignore[index]
+        "The specified topic is blank")
+    long_topic = sr.MessageShape("a" * 124, 1)
+    assert sr.refusal(attrs.evolve(state, message=long_topic, config=attrs.evolve(inside, namespace=None))) is None
+    assert sr.refusal(attrs.evolve(state, message=long_topic)) is not None

@@ -32,6 +32,7 @@ from rocketspec.spec.protocol import (
     TransactionState,
 )
 from rocketspec.spec.transaction_check import machine as tc_machine
+from rocketspec.spec.transaction_check import walk as tc_walk
 from rocketspec.spec.versions import V4_9_3, V4_9_8, VersionProfile
 
 D = tc.CheckDecision
@@ -365,6 +366,25 @@ def test_check_decision_immunity_examples() -> None:
     assert _decide(60_000, 0, immunity_seconds=60) is D.FETCH_MORE_OPS
 
 
+@given(st.integers(-10**6, 10**6), st.integers(0, 10**5), st.integers(0, 10**6))
+def test_walk_resumes_at_the_first_moment_the_decision_can_change(born: int, immunity: int, start: int) -> None:
+    """TXN-26: at the moment returned (and not one ms before) the message is older than its immunity time or the
+    pass is past its time limit: check_decision then says something else than FETCH_MORE_OPS."""
+    wake = tc.walk_resumes_at(born, immunity, start)
+    assert wake - born > immunity or wake - start > TRANSACTION_MAX_PROCESS_TIME_MS
+    assert wake - 1 - born <= immunity and wake - 1 - start <= TRANSACTION_MAX_PROCESS_TIME_MS
+    if born < start <= born + immunity:  # a message old enough to wait at, stored before the pass
+        timeout = immunity
+        before = tc.check_decision(wake - 1, start, born, born, False, None, transaction_timeout=timeout)
+        after = tc.check_decision(wake, start, born, born, False, None, transaction_timeout=timeout)
+        assert before in (D.FETCH_MORE_OPS, D.STOP_NEW) and after is not D.FETCH_MORE_OPS
+
+
+def test_walk_resumes_at_examples() -> None:
+    assert tc.walk_resumes_at(0, TRANSACTION_TIMEOUT_MS, TRANSACTION_TIMEOUT_MS) == TRANSACTION_TIMEOUT_MS + 1
+    assert tc.walk_resumes_at(0, 10**6, 5) == 5 + TRANSACTION_MAX_PROCESS_TIME_MS + 1, "the pass's limit comes first"
+
+
 @given(st.integers(0, 99999998))
 def test_discard_destination(draw: int) -> None:
     assert tc.discard_destination(draw) == (TRANS_CHECK_MAX_TIME_TOPIC, 0)
@@ -404,6 +424,8 @@ def test_advance_op_offset_examples() -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # The state machine: walks through enabled/step.
 
+EVENT = tc.EVENT_OFFSET_MS
+
 
 def _run(state: tc.TxnState, *actions: tc.Action) -> tc.TxnState:
     for action in actions:
@@ -412,53 +434,90 @@ def _run(state: tc.TxnState, *actions: tc.Action) -> tc.TxnState:
     return state
 
 
+def _targets(state: tc.TxnState) -> tuple[int | None, ...]:
+    """Each check of the walk due now to the first registered producer of its group."""
+    return tuple((tc.live_of(state, group) or [None])[0] for _m, _e, group in tc.pending_walk(state).checks)
+
+
+def _tick(state: tc.TxnState) -> tc.TxnState:
+    """Time passes to the next pass, the pass runs, then half an interval passes (where the explorer acts)."""
+    state = _run(state, tc.TimePasses(state.next_pass - state.now))
+    state = _run(state, tc.CheckPass(_targets(state)))
+    return _run(state, tc.TimePasses(EVENT))
+
+
+def _start(**kw: object) -> tc.TxnState:
+    """One message sent half an interval after the broker started."""
+    state = tc.initial_state(tc.Config(messages=1, immunity=(None,), **kw))  # type: ignore[arg-type]
+    return _run(state, tc.TimePasses(EVENT), tc.SendHalf(0))
+
+
 def _first_request(state: tc.TxnState) -> tc.EndTxnRequest:
     return state.requests[0]
 
 
 def test_commit_path() -> None:
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,)))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, COMMIT))
+    s = _run(_start(), tc.LocalTransactionEnds(0, COMMIT))
     assert s.half[0].sys_flag == TRANSACTION_NOT_TYPE and s.half[0].real_queue_id == "0"
     s = _run(s, tc.EndTransactionDelivered(_first_request(s)))
     assert [(r.topic, r.queue_id, r.sys_flag) for r in s.real] == [(tc.REAL_TOPIC, 0, TRANSACTION_COMMIT_TYPE)]
-    assert s.ops == (0,)
-    s = _run(s, tc.Tick(), tc.Tick())
+    assert s.ops == (tc.OpEntry(0, EVENT),)
+    stored = dict(s.real[0].stored_properties)
+    assert stored[Property.REAL_TOPIC] == tc.REAL_TOPIC and stored[Property.PRODUCER_GROUP] == tc.PRODUCER_GROUP
+    s = _run(s, tc.ConsumerReceives(0))
+    assert not tc.enabled(s, tc.ConsumerReceives(0)) and not tc.enabled(s, tc.ConsumerReceives(1))
+    s = _tick(_tick(s))
     assert (s.half_offset, s.op_offset, s.checks) == (1, 1, ()), "the op is read and both offsets advance"
 
 
 def test_rollback_path_stores_nothing_consumable() -> None:
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,)))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, ROLLBACK))
-    s = _run(s, tc.EndTransactionDelivered(_first_request(s)), tc.Tick(), tc.Tick())
-    assert s.real == () and s.ops == (0,) and (s.half_offset, s.op_offset) == (1, 1)
+    s = _run(_start(), tc.LocalTransactionEnds(0, ROLLBACK))
+    s = _tick(_tick(_run(s, tc.EndTransactionDelivered(_first_request(s)))))
+    assert s.real == () and [op.half_offset for op in s.ops] == [0] and (s.half_offset, s.op_offset) == (1, 1)
+    assert not tc.enabled(s, tc.ConsumerReceives(0))
 
 
 def test_unknown_is_checked_until_discarded_in_the_same_pass_as_the_last_check() -> None:
     """checkMax 2: checked at the second and third pass; the copy with count 2 is discarded by that pass."""
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,), check_max=2))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, UNKNOW))
+    s = _run(_start(check_max=2), tc.LocalTransactionEnds(0, UNKNOW))
     assert s.requests == (), "UNKNOW: the broker does nothing, so nothing need be in flight"
-    s = _run(s, tc.Tick())
+    s = _tick(s)
     assert s.half_offset == 0 and s.checks == (), "first pass: younger than the timeout"
-    s = _run(s, tc.Tick())
-    assert [e.check_times for e in s.half] == [None, 1] and s.checks == (tc.CheckRequest(0, 1),)
+    s = _tick(s)
+    assert [e.check_times for e in s.half] == [None, 1] and s.checks == (tc.CheckRequest(0, 1, 0),)
     assert s.half_offset == 1, "the walk stopped at the copy it appended (TXN-17)"
-    s = _run(s, tc.ProducerAnswers(tc.CheckRequest(0, 1)))
-    assert s.requests == () and s.ops == (), "still UNKNOW: no answer is acted on"
-    s = _run(s, tc.Tick())
+    assert not tc.enabled(s, tc.ProducerAnswers(tc.CheckRequest(0, 1, 0), COMMIT)), "the checker says UNKNOW"
+    s = _run(s, tc.ProducerAnswers(tc.CheckRequest(0, 1, 0), None))
+    assert s.requests == () and s.ops == (), "a null answer sends nothing"
+    s = _tick(s)
     assert [e.check_times for e in s.half] == [None, 1, 2] and s.checks_sent == (2,)
     assert s.discarded == (2,) and s.half_offset == 3
-    s = _run(s, tc.LocalDecides(0, COMMIT), tc.ProducerAnswers(tc.CheckRequest(0, 2)))
-    assert len(s.real) == 1 and s.ops == (2,), "a discarded message can still be committed by a late answer"
+    s = _run(s, tc.LocalDecides(0, COMMIT), tc.ProducerAnswers(tc.CheckRequest(0, 2, 0), COMMIT))
+    assert s.requests == (tc.EndTxnRequest(tc.PRODUCER_GROUP, TRANSACTION_COMMIT_TYPE, 2, 2, True),)
+    s = _run(s, tc.EndTransactionDelivered(s.requests[0]))
+    assert len(s.real) == 1 and [op.half_offset for op in s.ops] == [2], "a discarded message can still commit"
+
+
+def test_a_group_without_producers_spends_its_checks() -> None:
+    """TXN-19: with no registered producer of the group a check goes nowhere, and its count is spent all the same;
+    a check to a producer that left is lost."""
+    s = _run(_start(check_max=1), tc.LocalTransactionEnds(0, UNKNOW), tc.ProducerLeaves(0))
+    s = _tick(s)
+    s = _run(s, tc.TimePasses(s.next_pass - s.now))
+    assert not tc.enabled(s, tc.CheckPass((0,))) and tc.enabled(s, tc.CheckPass((None,)))
+    s = _run(s, tc.CheckPass((None,)), tc.ProducerRegisters(0))
+    assert s.checks == () and s.checks_sent == (1,) and [e.check_times for e in s.half] == [None, 1]
+    s = _tick(s)
+    assert s.discarded == (1,), "the maximum is reached without the producer ever being asked"
 
 
 def test_late_sender_commit_after_a_check_commits_twice() -> None:
     """TXN-11: the sender's END_TRANSACTION names the original entry, the check's answer the copy: two commits."""
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,)))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, COMMIT))
+    s = _run(_start(), tc.LocalTransactionEnds(0, COMMIT))
     late = _first_request(s)
-    s = _run(s, tc.Tick(), tc.Tick(), tc.ProducerAnswers(tc.CheckRequest(0, 1)))
+    s = _tick(_tick(s))
+    s = _run(s, tc.ProducerAnswers(tc.CheckRequest(0, 1, 0), COMMIT))
+    s = _run(s, tc.EndTransactionDelivered(s.requests[-1] if s.requests[-1].from_check else s.requests[0]))
     assert len(s.real) == 1 and 0 not in s.racy
     s = _run(s, tc.EndTransactionDelivered(late))
     assert len(s.real) == 2 and s.accepted == (2,)
@@ -467,26 +526,54 @@ def test_late_sender_commit_after_a_check_commits_twice() -> None:
 
 
 def test_a_foreign_group_cannot_commit() -> None:
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,), forged=1))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, ROLLBACK), tc.ForgedEndTransaction(0))
-    forged = next(r for r in s.requests if r.group == tc.FOREIGN_GROUP)
-    s = _run(s, tc.EndTransactionDelivered(forged))
+    s = _run(_start(forged=2), tc.LocalTransactionEnds(0, ROLLBACK))
+    assert not tc.enabled(s, tc.ForgedEndTransaction(0, group=tc.PRODUCER_GROUP)), "that one would be accepted"
+    s = _run(s, tc.ForgedEndTransaction(0), tc.ForgedEndTransaction(0, tc.PRODUCER_GROUP, queue_offset=3))
+    assert not tc.enabled(s, tc.ForgedEndTransaction(-1))
+    for forged in [r for r in s.requests if r.forged]:
+        s = _run(s, tc.EndTransactionDelivered(forged))
     assert s.real == () and s.ops == ()
 
 
-def test_duplicated_delivery_is_flagged() -> None:
-    s0 = tc.initial_state(tc.Config(messages=1, immunity=(None,), duplicates=1))
-    s = _run(s0, tc.SendHalf(0), tc.LocalTransactionEnds(0, COMMIT))
+def test_lost_and_duplicated_requests() -> None:
+    s = _run(_start(duplicates=1), tc.LocalTransactionEnds(0, COMMIT))
     request = _first_request(s)
-    s = _run(s, tc.EndTransactionDelivered(request, twice=True))
-    assert len(s.real) == 2 and s.ops == (0, 0) and s.racy == frozenset({0}) and s.duplicates_left == 0
+    s = _run(s, tc.EndTransactionDuplicated(request))
+    assert s.requests == (request, request) and s.racy == frozenset({0}) and s.duplicates_left == 0
+    assert not tc.enabled(s, tc.EndTransactionDuplicated(request))
+    s = _run(s, tc.EndTransactionDelivered(request), tc.EndTransactionDelivered(request))
+    assert len(s.real) == 2 and [op.half_offset for op in s.ops] == [0, 0]
     assert not tc.enabled(s, tc.EndTransactionDelivered(request))
     # Two ops for one half offset: the remove map keeps the later, so the earlier op is not done in this pass;
     # the op offset stays behind it until the next pass finds both below the half offset.
-    s = _run(s, tc.Tick())
+    s = _tick(s)
     assert (s.half_offset, s.op_offset) == (1, 0)
-    s = _run(s, tc.Tick())
+    s = _tick(s)
     assert (s.half_offset, s.op_offset) == (1, 2)
+    lost = _run(_start(), tc.LocalTransactionEnds(0, COMMIT))
+    lost = _run(lost, tc.EndTransactionLost(_first_request(lost)))
+    assert lost.requests == () and lost.real == ()
+    ignored = tc.EndTxnRequest(tc.PRODUCER_GROUP, TRANSACTION_NOT_TYPE, 0, 0, False)
+    assert _run(lost, tc.EndTransactionDelivered(ignored), tc.EndTransactionDuplicated(ignored)) == lost
+
+
+def test_a_walk_waits_at_a_tie_and_goes_on() -> None:
+    """TXN-26: a message exactly as old as its immunity time is neither checked nor left: the walk waits for the next
+    millisecond (or an op); an END_TRANSACTION landing meanwhile lands during the pass."""
+    s = tc.initial_state(tc.Config(messages=1, immunity=(None,)))
+    s = _run(s, tc.SendHalf(0), tc.LocalTransactionEnds(0, COMMIT), tc.TimePasses(tc.TICK_MS))
+    s = _run(s, tc.CheckPass(()))
+    assert s.walk is not None and s.walk.wake == tc.TICK_MS + 1 and s.half_offset == 0
+    assert not tc.enabled(s, tc.TimePasses(2))
+    s = _run(s, tc.EndTransactionDelivered(_first_request(s)))
+    assert tc.walk_due(s) and not tc.enabled(s, tc.TimePasses(1)) and s.racy == frozenset({0})
+    s = _run(s, tc.CheckPass(()))
+    assert s.walk is None and (s.half_offset, s.op_offset) == (1, 1) and s.checks == ()
+    waiting = tc.initial_state(tc.Config(messages=1, immunity=(None,)))
+    waiting = _run(waiting, tc.SendHalf(0), tc.LocalTransactionEnds(0, UNKNOW), tc.TimePasses(tc.TICK_MS))
+    waiting = _run(waiting, tc.CheckPass(()), tc.TimePasses(1), tc.CheckPass((0,)))
+    assert waiting.walk is None and waiting.checks == (tc.CheckRequest(0, 1, 0),)
+    assert waiting.next_pass == tc.TICK_MS + 1 + tc.TICK_MS, "the next pass: one interval after this one ended"
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -512,8 +599,16 @@ def test_explore_default_model() -> None:
         {"messages": 2, "op_batch": 1, "duplicates": 0},
         {"messages": 1, "profile": VersionProfile.of("4.5.2")},
         {"messages": 1, "profile": VersionProfile.of("4.6.0")},
+        {"messages": 1, "duplicates": 1},
+        {"messages": 2, "duplicates": 1, "send_window": 0, "max_time": 3},
+        {"messages": 1, "producers": (tc.PRODUCER_GROUP, tc.PRODUCER_GROUP, "PG2"), "churn": True, "lose": True,
+         "consume": True, "duplicates": 0},
+        {"messages": 2, "producers": (tc.PRODUCER_GROUP, "PG2"), "duplicates": 0, "max_time": 3},
+        {"messages": 1, "event_offset_ms": 0, "immunity": (1,), "duplicates": 1, "max_time": 3},
+        {"messages": 2, "event_offset_ms": 0, "duplicates": 0, "max_time": 3},
     ],
-    ids=["forged+stale", "immunity", "check-max-0", "timeout-2", "late-send", "op-batch-1", "4.5.2", "4.6.0"],
+    ids=["forged+stale", "immunity", "check-max-0", "timeout-2", "late-send", "op-batch-1", "4.5.2", "4.6.0",
+         "duplicates", "duplicates-2", "producers-churn", "two-groups", "ties-immunity", "ties"],
 )
 def test_explore_variants(bounds: dict[str, object]) -> None:
     result = explore(tc.model(**bounds))  # type: ignore[arg-type]
@@ -542,7 +637,8 @@ def test_prepared_queue_offset_lookup_never_hits_for_broker_made_copies(monkeypa
         seen.add(decision)
         return decision
 
-    monkeypatch.setattr(tc_machine, "check_decision", spy)  # the machine calls the oracle it imported
+    monkeypatch.setattr(tc_walk, "check_decision", spy)  # the walk calls the oracle it imported
+    tc_machine.pending_walk.cache_clear()
     assert explore(tc.model(messages=2, immunity=(None, 2), duplicates=0)).ok
     assert D.IMMUNITY_PUT_BACK in seen and D.CHECK in seen and D.DISCARD in seen
     assert D.IMMUNITY_DONE not in seen
@@ -606,7 +702,7 @@ def test_mutant_walk_passes_a_new_message() -> None:
 
 
 def test_mutant_check_without_re_append() -> None:
-    mod = mutant(tc, "            half.append(attrs.evolve(", "            (attrs.evolve(")
+    mod = mutant(tc, "            entries.append(attrs.evolve(", "            (attrs.evolve(")
     _caught(mod, "TXN-24", duplicates=0)
 
 

@@ -1,175 +1,187 @@
-"""The pull-correction spec (PULL-*) as the model of the reference implementation's broker and push consumer (issue 4).
+"""Lockstep: the pull-correction spec (PULL-*) drives the reference implementation's store, broker and consumers.
 
-The system under test is a simulated ``Cluster`` with one broker whose store has small commit-log segments (4 KiB)
-and consume-queue files (4 entries), topic ``T`` with two queues, a producer, a raw client that sends PULL_MESSAGE
-requests at arbitrary offsets, and a push consumer of group ``CG`` with a tag subscription. Rules: messages with tags
-are sent, raw pulls go below the minimum, to it, into the range, to the maximum and beyond it (with tag filters,
-the suspend and commit flags, and an illegal queue id), the oldest commit-log segments are deleted (the minimum
-moves; consume-queue files go), the consumer starts, stops or crashes, pauses and resumes, its committed offset is
-reset while it is down, and time passes (long polling, the 10 s OFFSET_ILLEGAL fix, rebalances, persistence).
+Each run draws its configuration (``tests/dimensions.py``): the consumer's kind (DefaultMQPushConsumer or
+DefaultLitePullConsumer), pullBatchSize, consumeFromWhere (with consumeTimestamp: before the first message, among
+them, past the last), the topic's read and write queue counts and its permission; the run also draws the tag
+subscription, whether a lite pull consumer subscribes or is assigned its queues (one past readQueueNums when the
+topic has more write queues) and whether it auto commits. The spec's ``PullState`` starts from that configuration.
 
-The implementation decides asynchronously, so the machine checks every decision against the spec's oracles at the
-moment it is made, from the store's observable state (min, max, consume-queue entries, which commit-log data is
-still readable, which tags each offset carries):
+The broker has small commit-log segments and consume-queue files, so that deleting old data moves queue minimums
+and leaves queues whose files are gone. Rules send tagged messages (to the topic's queues and to the group's
+%RETRY% queue), delete the oldest segments, let time pass, reset the group's committed offset anywhere, pull at
+arbitrary offsets from another client (no suspension, with or without the subscription and commit flags, queue ids
+the topic does not have), start consumers (of the same group again, or of a new one), stop or crash them, restart
+the broker, and poll, commit and seek a lite pull consumer.
 
-* each store read equals ``store_status`` (with ``scan_queue`` over the offset's consume-queue file): status, next
-  begin offset, min, max and the offsets delivered (PULL-1 to PULL-9, PULL-25, PULL-27);
-* each broker processing of PULL_MESSAGE: the pre-checks equal ``pull_precheck`` (PULL-16, PULL-17); otherwise the
-  answer equals ``response_code`` (code, held or answered, nextBeginOffset, min/max, remark = store status,
-  suggested broker, OffsetMovedEvent) (PULL-10 to PULL-14, PULL-26), and the offset commit equals
-  ``broker_commits`` / ``commit_flag`` (PULL-18);
-* the consumer's status equals ``pull_status`` of the code (PULL-19) and its reaction equals ``client_reaction``:
-  next offset, the offset-store update (increaseOnly), the drop, the enqueue, no pull of a dropped queue, the
-  OFFSET_ILLEGAL fix 10 s later with increaseOnly = false, and errors re-pulled at the same offset after 3 s
-  (PULL-20 to PULL-23); a queue added back resumes from the broker's stored offset (PULL-24).
-
-Two scripted programs pin the OFFSET_ILLEGAL round trips (an offset past the queue corrected back, a consumer
-behind deleted data corrected forward), which random ci programs reach only now and then. Mutant tests at the end
-break the store (OFFSET_TOO_SMALL corrected to the wrong offset, OFFSET_OVERFLOW_BADLY
-corrected to min), the broker (status → code mapping swapped) and the consumer (the OFFSET_ILLEGAL fix stored
-increase-only) and show that hypothesis finds a failing program for each.
+What the implementation does is read off it in order (``pull_hooks.Recorder``) and stepped as spec actions, each of
+which must be enabled where the spec is: a message stored (``Append``), the broker's processing of each pull (its
+checks and store decision, the code, next offset, min and max it answers, held or not: ``Pull``, ``Wake``,
+``HoldTimeout``, ``RawPull``), the consumer's pulls and its reaction to each answer (``PullSent``, ``Answered``),
+messages consumed, offsets sent and committed, rebalances and the queues they add with their start offsets,
+lite pull tasks, the OFFSET_ILLEGAL fix; the time between two of them is ``TimePasses``, which the spec refuses
+past a due pull, fix, wake-up or hold timeout. After every rule the projections must agree: each queue's min, max,
+first readable offset and first consume-queue file; the committed offsets of the group and of the raw puller; the
+group's registration; each queue's process queue, pull offset, offset-store entry (lite pull: consume and seek
+offsets) and held pulls; the messages delivered, in order; the lite pull consume requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
+import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine,
-    initialize,
-    invariant,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
-from mutation import refimpl_mutant
-from stateful_support import hypothesis_finds_failure, stateful_settings
+from hypothesis.stateful import precondition, rule
+from lockstep import LockstepMachine, machine_test, variant_caught, variant_needs
+from pull_hooks import Obs, Recorder, store_view
 
 from rocketspec.refimpl import Cluster, ConsumeStatus, Message, MQClientError
 from rocketspec.refimpl.broker import pull as pull_module
-from rocketspec.refimpl.broker.broker import Broker
+from rocketspec.refimpl.client import lite_pull_consumer as lite_module
 from rocketspec.refimpl.client import push_consumer as push_consumer_module
 from rocketspec.refimpl.client.config import ClientConfig
 from rocketspec.refimpl.client.consumer_config import ConsumerConfig
 from rocketspec.refimpl.client.instance import ClientInstance
+from rocketspec.refimpl.client.lite_pull_consumer import LitePullConsumer
 from rocketspec.refimpl.client.push_consumer import PushConsumer
-from rocketspec.refimpl.events import Event, MessageStored, OffsetCommit, PullRequestEvent, PullResponseEvent
 from rocketspec.refimpl.message import decode_stored_messages
 from rocketspec.refimpl.remoting import RemotingCommand
-from rocketspec.refimpl.store import MessageStore
+from rocketspec.refimpl.runtime import SIMULATED_EPOCH_MS, NotIdle
+from rocketspec.refimpl.store import flush as flush_module
 from rocketspec.refimpl.store import reading as store_reading
-from rocketspec.spec import pull_correction as pc
+from rocketspec.spec import pull_correction as spec
 from rocketspec.spec.protocol import (
-    OFFSET_ILLEGAL_REMOVE_DELAY_MS,
-    OFFSET_MOVED_EVENT_TOPIC,
-    PERM_READ,
+    CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
+    LITE_PULL_BROKER_SUSPEND_MAX_TIME_MS,
     PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION,
-    PULL_FLAG_SUSPEND,
     ConsumeFromWhere,
     GetMessageStatus,
     RequestCode,
     ResponseCode,
+    retry_topic,
 )
 from rocketspec.spec.queues import MessageQueue
 
 TOPIC = "T"
-GROUP = "CG"
-RAW_GROUP = "RAW"
 BROKER = "broker-a"
-QUEUES = 2
+RAW_GROUP = "RAW"
 TAGS = ("A", "B", "C")
-EXPRESSIONS = ("*", "A", "A || B", "C")
+EXPRESSIONS: dict[str, spec.Subscription] = {"*": None, "A || B": frozenset({"A", "B"})}
+RAW_EXPRESSIONS = ("*", "A", "B || C", "a > 1", "a >", "")
+# SQL92 subscriptions (served only with enablePropertyFilter): whether FilterAPI.build takes them. It does not compile
+# them (ConsumerFilterManager.build only logs a failure): only an empty one is SUBSCRIPTION_PARSE_FAILED.
+SQL_EXPRESSIONS = {"a > 1": True, "a >": True, "": False}
+RAW_GROUPS = ("raw", "consumer", "missing topic")
+MISSING_TOPIC = "NOPE"
 SEGMENT_BYTES = 4096
+FILE_RESERVED_MS = 60_000  # commit-log segments a minute old are expired
 CQ_FILE_ENTRIES = 4
 BODY = b"x" * 300  # about ten messages per commit-log segment
-RAW_SUSPEND_MS = 1_000
+WAITS = (1, 10, 500, 1_000, 5_000, 10_000, 20_000)
+WHERE = ("below_min", "min", "in_range", "max", "beyond_max", "zero")
 G = GetMessageStatus
+# consumeTimestamp values around the run's messages (stored from the simulated epoch on): before all of them, among
+# the first ones, past all of them; None is the default, half an hour before the consumer starts.
+TIMESTAMPS = (SIMULATED_EPOCH_MS - 3_600_000, SIMULATED_EPOCH_MS + 40, SIMULATED_EPOCH_MS + 10**9)
+FROM_WHERE = st.sampled_from([
+    (ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, None), (ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, None),
+    (ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, None),
+    *((ConsumeFromWhere.CONSUME_FROM_TIMESTAMP, t) for t in TIMESTAMPS),
+])
+
+# The parts of the projection, each named with the clauses that decide it.
+STORE = "each queue: min, max, first readable offset, first consume-queue file (PULL-1 to PULL-9, PULL-38, PULL-42)"
+COMMITTED = "the group's committed offsets (PULL-18, PULL-22, PULL-24, PULL-35, PULL-39)"
+RAW = "the raw puller's committed offsets (PULL-18)"
+REGISTERED = "the group's subscription registered at the broker (PULL-17, PULL-38, PULL-39)"
+QUEUES = "each queue: process queue, pull offset, offset store, lite consume and seek offsets (PULL-20 to PULL-24, " \
+    "PULL-28 to PULL-32, PULL-34, PULL-36)"
+HELD = "the pulls the broker holds, per queue (PULL-13, PULL-14, PULL-15)"
+DELIVERED = "the messages delivered, per queue (PULL-20, PULL-27, PULL-34)"
+STORED = "the messages stored, per queue: offset, tag, store time (PULL-1 to PULL-9, PULL-30, PULL-42)"
+CACHE = "the lite pull consume requests (PULL-32, PULL-34, PULL-36)"
 
 
-def matches(expression: str, tag: str | None) -> bool:
-    """The tag filter a subscription expression means (``*`` everything, else ``||``-separated tags)."""
-    if expression.strip() in ("", "*"):
-        return True
-    return tag is not None and tag in {t.strip() for t in expression.split("||")}
+def _subscription(expression: str | None) -> spec.Subscription:
+    if expression is None or expression.strip() in ("", "*"):
+        return None
+    return frozenset(t.strip() for t in expression.split("||"))
 
 
-@attrs.frozen
-class Expected:
-    """The spec's store decision for one read, with the queue bounds it was decided against."""
-
-    decision: pc.StoreDecision
-    min_offset: int
-    max_offset: int
-    delivered: tuple[int, ...]
-    # Statuses equally allowed: gone entries in several deleted commit-log files (scan_queue takes them as one file).
-    statuses: frozenset[GetMessageStatus]
+def _listener(msgs: list[Any]) -> ConsumeStatus:
+    """Messages tagged C fail once (sent back to the %RETRY% queue, PULL-37); everything else is consumed."""
+    if any(m.tags == "C" and m.reconsume_times == 0 for m in msgs):
+        return ConsumeStatus.RECONSUME_LATER
+    return ConsumeStatus.CONSUME_SUCCESS
 
 
-@attrs.define(eq=False)
-class Processing:
-    """One processing of a PULL_MESSAGE by the broker: first (``allow_suspend``) or after a wake-up."""
-
-    request: RemotingCommand
-    first: bool
-    expression: str | None
-    precheck: ResponseCode | None = None
-    expected: Expected | None = None
-    actual: Any = None
-    commits: list[OffsetCommit] = attrs.Factory(list)
-    moved_events: int = 0
+def _status_clause(status: GetMessageStatus | None) -> str:
+    return {None: "PULL-16/PULL-17", G.NO_MATCHED_LOGIC_QUEUE: "PULL-1", G.NO_MESSAGE_IN_QUEUE: "PULL-2",
+            G.OFFSET_TOO_SMALL: "PULL-3", G.OFFSET_OVERFLOW_ONE: "PULL-4", G.OFFSET_OVERFLOW_BADLY: "PULL-5",
+            G.OFFSET_FOUND_NULL: "PULL-6"}.get(status, "PULL-8/PULL-9")
 
 
-def field(request: RemotingCommand, name: str) -> int:
-    return int(request.ext_fields[name])
+class PullCorrectionMachine(LockstepMachine):
+    """One broker's queues of one topic, a consumer (push or lite pull) and a raw puller, configured as the run draws,
+    stepped with the spec's pull machine (PULL-1..39)."""
 
-
-class PullCorrectionMachine(RuleBasedStateMachine):
-    """One broker's store, raw pulls at arbitrary offsets and a push consumer's reactions (PULL-*)."""
-
-    EXPRESSIONS: tuple[str, ...] = ("*", "A || B")
+    TABLE = spec.TRANSITIONS
+    DIMENSIONS = ("consumer.pullBatchSize", "consumer.kind", "consumer.consumeFromWhere", "topic.queueNums",
+                  "topic.perm", "broker.flushDiskType")
+    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {"consumer.consumeFromWhere": FROM_WHERE}
+    DRIVEN = (spec.BrokerRestart, spec.ConsumerStarts, spec.ConsumerStops, spec.Poll, spec.Commit, spec.PauseQueue,
+              spec.Suspend, spec.TimePasses)
+    OBSERVED = (spec.Append, spec.DeleteCommitLog, spec.DeleteConsumeQueueFile, spec.CorrectMinOffset,
+                spec.OffsetReset, spec.Heartbeat, spec.Unregistered, spec.Rebalance, spec.Assign, spec.PullSent,
+                spec.Pull, spec.Wake, spec.HoldTimeout, spec.Answered, spec.Consume, spec.PersistSent, spec.Persist,
+                spec.DelayedFix, spec.QueueRemoved, spec.Seek, spec.RawPull, spec.QueueDestroyed, spec.Flushed,
+                spec.OffsetsPersisted)
 
     def __init__(self) -> None:
         super().__init__()
         self.cluster: Cluster | None = None
-        self.violations: list[str] = []
-        self.tags: dict[tuple[int, int], str] = {}  # (queue id, queue offset) -> tag of the message sent
-        self.stack: list[Processing] = []
-        self.consumer: PushConsumer | None = None
-        self.consumer_count = 0
-        self.expression = "*"
-        self.updates: list[tuple[MessageQueue, int, bool]] = []  # the consumer's offset-store updates, in order
-        self.expect_pull: dict[MessageQueue, tuple[int, int]] = {}  # next pull: (offset, not before ms)
-        self.dropped: dict[MessageQueue, tuple[pc.OffsetUpdate, int]] = {}  # OFFSET_ILLEGAL: (fix, at ms)
-        self.checked = {"store reads": 0, "answers": 0, "held": 0, "prechecks": 0, "reactions": 0, "fixes": 0,
-                        "resumes": 0}
+        self.consumer: Any = None
+        self.group = ""
+        self.groups = 0
+        self.clock = 0
+        self.spec_delivered: dict[int, list[int]] = {}
+        self.system_delivered: dict[int, list[int]] = {}
+        self.sent_back: set[tuple[int, int]] = set()
 
-    # ------------------------------------------------------------------------------------------------ set-up
-    @initialize(data=st.data(), seed=st.integers(0, 255), start=st.booleans())
-    def setup(self, data: st.DataObject, seed: int, start: bool) -> None:
-        expression = data.draw(st.sampled_from(type(self).EXPRESSIONS), label="consumer expression")
-        from_where = data.draw(st.sampled_from(("CONSUME_FROM_FIRST_OFFSET", "CONSUME_FROM_LAST_OFFSET")),
-                               label="consume from where")
-        self.configure(expression, from_where, seed, start)
-
-    def configure(self, expression: str, from_where: str, seed: int, start: bool) -> None:
-        """The cluster, the hooks, the topic, the producer, the raw client and (``start``) the consumer."""
-        self.expression = expression
-        self.from_where = from_where
-        self.cluster = Cluster(brokers=1, clock="simulated", seed=seed, keep_events=True, segment_bytes=SEGMENT_BYTES,
-                               wire_codec="json")
-        self.broker = self.cluster.broker(BROKER)
-        self.broker.store.cq_segment_entries = CQ_FILE_ENTRIES  # before any consume queue exists
-        self._watch_broker(self.broker)
-        self.cluster.events.subscribe(self._on_event)
-        self.cluster.create_topic(TOPIC, queues=QUEUES)
-        self.producer = self.cluster.producer("PG")
-        self.raw = self.cluster.network.client("raw-puller")
-        if start:
-            self.start_consumer()
+    # ------------------------------------------------------------------------------------------------ setup
+    def setup(self, config: dict[str, Any], data: st.DataObject) -> None:
+        """A cluster of one broker and the topic as configured, a producer, a raw puller and a consumer."""
+        read, write = config["topic.queueNums"]
+        perm = config["topic.perm"]
+        lite = config["consumer.kind"] == "litePull"
+        where, timestamp = config["consumer.consumeFromWhere"]
+        self.expression = data.draw(st.sampled_from(sorted(EXPRESSIONS)), label="subscription")
+        assign: tuple[int, ...] | None = None
+        if lite and data.draw(st.booleans(), label="the lite pull consumer is assigned its queues"):
+            assign = tuple(range(read)) + ((read,) if write > read else ())
+        auto_commit = data.draw(st.booleans(), label="autoCommit") if lite else True
+        self.timestamp = timestamp
+        self.cluster = Cluster(brokers=1, clock="simulated", seed=data.draw(st.integers(0, 255), label="seed"),
+                               keep_events=False, wire_codec="json", segment_bytes=SEGMENT_BYTES,
+                               cq_segment_entries=CQ_FILE_ENTRIES, file_reserved_ms=FILE_RESERVED_MS,
+                               flush=config["broker.flushDiskType"])
+        cluster = self.cluster
+        cluster.create_topic(TOPIC, read_queues=read, write_queues=write, perm=perm)
+        self.producer = cluster.producer("PG")
+        self.raw = cluster.network.client("raw-puller")
+        self.recorder = Recorder(cluster, BROKER, TOPIC)
+        cfg = spec.Config(max_messages=10**9, cq_file_entries=CQ_FILE_ENTRIES, batch=config["consumer.pullBatchSize"],
+                          consumer=spec.ConsumerKind.LITE_PULL if lite else spec.ConsumerKind.PUSH, from_where=where,
+                          consume_timestamp=timestamp or 0, read_queues=read, write_queues=write, perm=perm,
+                          subscription=EXPRESSIONS[self.expression], retry_queue=not lite, assign=assign,
+                          auto_commit=auto_commit, flush_sync=config["broker.flushDiskType"] == "sync")
+        self.recorder.take()
+        self.clock = cluster.now_ms()
+        self.begin(spec.initial_state(cfg, running=False))
+        self._start(True)
+        self._sync()
 
     def teardown(self) -> None:
         if self.cluster is not None:
@@ -179,570 +191,838 @@ class PullCorrectionMachine(RuleBasedStateMachine):
         self.consumer = None
 
     @property
-    def store(self) -> MessageStore:
-        return self.broker.store
+    def cfg(self) -> spec.Config:
+        return self.state.config
 
-    def _violation(self, text: str) -> None:
-        self.violations.append(f"t={self.cluster.now_ms() if self.cluster else 0}: {text}")
+    def _queue(self, topic: str, queue_id: int) -> int | None:
+        """The spec's queue of a topic queue (None: not one the spec has)."""
+        if topic == TOPIC and 0 <= queue_id < self.cfg.topic_queues:
+            return queue_id
+        if self.cfg.retry_queue and topic == retry_topic(self.group) and queue_id == 0:
+            return self.cfg.topic_queues
+        return None
 
-    # ------------------------------------------------------------------------------------------------ the spec side
-    def expected_read(self, topic: str, queue_id: int, offset: int, max_msgs: int,
-                      match: Callable[[int, int, int], bool]) -> Expected:
-        """The spec's decision for a read at ``offset``, from the store's observable state (PULL-1 to PULL-9).
+    def _mq(self, q: int) -> MessageQueue:
+        if self.cfg.is_retry(q):
+            return MessageQueue(retry_topic(self.group), BROKER, 0)
+        return MessageQueue(TOPIC, BROKER, q)
 
-        A 4.9 store creates a missing consume queue on demand (``findConsumeQueue``), so a queue the store never
-        wrote is an empty queue (PULL-2), not a missing one (PULL-1). ``match(queue_offset, commit_log_offset,
-        tags_code)`` is the subscription's filter."""
-        store = self.store
-        low, high = store.min_offset(topic, queue_id), store.max_offset(topic, queue_id)
-        entries_per_file = store.cq_segment_entries
-        readable, scan, delivered = True, None, ()
-        statuses: set[GetMessageStatus] = set()
-        if low <= offset < high:
-            file_end = offset + entries_per_file - offset % entries_per_file
-            rows = store.queue_entries(topic, queue_id, offset, min(file_end, high) - offset)
-            readable = bool(rows) and rows[0][0] == offset
-            if readable:
-                kinds = []
-                gone_files = set()
-                for queue_offset, phy, _size, tags_code in rows:
-                    hit = match(queue_offset, phy, tags_code)
-                    if store.look_message_bytes(phy) is None:
-                        gone_files.add(phy // store.segment_bytes)
-                        kinds.append(pc.CqEntry.GONE_MATCH if hit else pc.CqEntry.GONE_NO_MATCH)
-                    else:
-                        kinds.append(pc.CqEntry.MATCH if hit else pc.CqEntry.NO_MATCH)
-                scan = pc.scan_queue(tuple(kinds), max_msg_nums=max_msgs)
-                delivered = tuple(offset + k for k in range(scan.entries_scanned) if kinds[k] is pc.CqEntry.MATCH)
-                if len(gone_files) > 1 and scan.status is not G.FOUND:
-                    statuses = {G.NO_MATCHED_MESSAGE, G.MESSAGE_WAS_REMOVING}
-        decision = pc.store_status(offset, low, high, entry_readable=readable, scan=scan,
-                                   cq_file_entries=entries_per_file)
-        statuses.add(decision.status)
-        return Expected(decision, low, high, delivered, frozenset(statuses))
+    # ------------------------------------------------------------------------------------------------ replay
+    def _sync(self) -> None:
+        """Step the spec with what the implementation did since the last rule, then let the time pass. First
+        whatever is due now runs (a call that waited for its answer returns with the rest of its millisecond to
+        run)."""
+        assert self.cluster is not None
+        self.cluster.advance(0)
+        for obs in self.recorder.take():
+            self._time_to(obs.ts)
+            getattr(self, f"_on_{obs.kind}")(obs)
+        assert self.cluster is not None
+        self._time_to(self.cluster.now_ms())
 
-    # ------------------------------------------------------------------------------------------------ broker hooks
-    def _watch_broker(self, broker: Broker) -> None:
-        store = broker.store
-        get_message = store.get_message
+    def _time_to(self, ts: int) -> None:
+        ms = ts - self.clock
+        if ms <= 0:
+            return
+        blocked = spec.blocked_by(self.state, ms)
+        if blocked is not None:
+            self.fail(f"{ms} ms pass (to t={ts - SIMULATED_EPOCH_MS}) without what the spec says is due: {blocked}")
+        self.drive(spec.TimePasses(ms))
+        self.clock = ts
 
-        def watched_get_message(topic: str, queue_id: int, offset: int, max_msgs: int,
-                                tags_filter: Any = None, commit_log_filter: Any = None) -> Any:
-            # This machine subscribes by tags only: a SQL92 commit-log filter never takes part.
-            assert commit_log_filter is None
-            processing = self.stack[-1] if self.stack else None
-            expression = processing.expression if processing is not None and topic == TOPIC else None
+    def _on_stored(self, obs: Obs) -> None:
+        q = self._queue(obs.data["topic"], obs.data["queue_id"])
+        if q is None:
+            return
+        store = self.state.queues[q].store
+        if obs.data["offset"] != store.max_offset:
+            self.fail(f"a message of queue {q} was stored at offset {obs.data['offset']}, the queue's max is "
+                      f"{store.max_offset}")
+        self.observe(spec.Append(q, obs.data["tags"], obs.ts), "a message is stored")
 
-            def match(queue_offset: int, phy: int, tags_code: int) -> bool:
-                if expression is not None:
-                    # The tag the producer gave the message (read back while the data is there: a put wakes held
-                    # pulls before the send returns).
-                    stored = store.look_message(phy)
-                    tag = stored.tags if stored is not None else self.tags.get((queue_id, queue_offset))
-                    return matches(expression, tag)
-                return tags_filter is None or bool(tags_filter(tags_code))
+    def _answer(self, obs: Obs, offset: int) -> spec.Answer:
+        """The broker's answer as observed: the store's result (none when a check failed first) and the response."""
+        response: RemotingCommand | None = obs.data["response"]
+        result = obs.data["result"]
+        if result is None:
+            code = ResponseCode(response.code) if response is not None else None
+            return spec.Answer(offset, None, code, 0, 0, 0)
+        if response is None:
+            return spec.Answer(offset, result.status, None, result.next_begin_offset, result.min_offset,
+                               result.max_offset)
+        fields = response.ext_fields
+        code = ResponseCode(response.code)
+        delivered: tuple[int, ...] = ()
+        if code is ResponseCode.SUCCESS:
+            delivered = tuple(m.queue_offset for m in decode_stored_messages(response.body or b"", BROKER))
+        status = G[response.remark] if response.remark in G.__members__ else result.status
+        return spec.Answer(offset, status, code, int(fields.get("nextBeginOffset", -1)),
+                           int(fields.get("minOffset", -1)), int(fields.get("maxOffset", -1)), delivered)
 
-            expected = self.expected_read(topic, queue_id, offset, max_msgs, match)
-            result = get_message(topic, queue_id, offset, max_msgs, tags_filter, commit_log_filter)
-            self._check_read(topic, queue_id, offset, expected, result)
-            if processing is not None:
-                processing.expected, processing.actual = expected, result
-            return result
+    def _check_answer(self, what: str, observed: spec.Answer, expected: spec.Answer) -> None:
+        if observed != expected:
+            clauses = sorted({_status_clause(expected.status), _status_clause(observed.status)})
+            self.fail(f"{', '.join(clauses)}, PULL-10 to PULL-14: {what}: the broker answered {observed}; the spec "
+                      f"decides {expected}")
 
-        store.get_message = watched_get_message  # type: ignore[method-assign]
-        handle = broker.handle
-        process = broker.puller.process
-
-        def watched_handle(request: RemotingCommand, channel: Any) -> RemotingCommand | None:
-            if request.code != RequestCode.PULL_MESSAGE:
-                return handle(request, channel)
-            return self._processing(request, True, lambda: handle(request, channel))
-
-        def watched_process(request: RemotingCommand, channel: Any, allow_suspend: bool = True
-                            ) -> RemotingCommand | None:
-            # Reached only from PullMessageProcessor.wake: the broker's handler table holds the original.
-            return self._processing(request, allow_suspend, lambda: process(request, channel, allow_suspend))
-
-        broker.handle = watched_handle  # type: ignore[method-assign]
-        broker.puller.process = watched_process  # type: ignore[method-assign]
-
-    def _check_read(self, topic: str, queue_id: int, offset: int, expected: Expected, result: Any) -> None:
-        """PULL-1 to PULL-9, PULL-25, PULL-27: the store's answer is the spec's for the store's state."""
-        self.checked["store reads"] += 1
-        decision = expected.decision
-        got = (result.status, result.next_begin_offset, result.min_offset, result.max_offset, result.queue_offsets)
-        if (result.status not in expected.statuses or result.next_begin_offset != decision.next_begin_offset
-                or (result.min_offset, result.max_offset) != (expected.min_offset, expected.max_offset)
-                or tuple(result.queue_offsets) != expected.delivered):
-            clause = {G.NO_MATCHED_LOGIC_QUEUE: "PULL-1", G.NO_MESSAGE_IN_QUEUE: "PULL-2", G.OFFSET_TOO_SMALL: "PULL-3",
-                      G.OFFSET_OVERFLOW_ONE: "PULL-4", G.OFFSET_OVERFLOW_BADLY: "PULL-5",
-                      G.OFFSET_FOUND_NULL: "PULL-6"}.get(decision.status, "PULL-8/PULL-9")
-            want = (decision.status, decision.next_begin_offset, expected.min_offset, expected.max_offset,
-                    expected.delivered)
-            self._violation(f"{clause}: read of {topic}:{queue_id} at {offset} answered (status, next, min, max, "
-                            f"offsets) = {got}; the spec decides {want}")
-
-    def _precheck(self, request: RemotingCommand) -> ResponseCode | None:
-        """The spec's pre-store checks for this request against the broker's state (PULL-16, PULL-17)."""
-        broker = self.broker
-        topic = request.ext_fields["topic"]
-        sys_flag = field(request, "sysFlag")
-        config = broker.topics.get(topic)
-        has_subscription = bool(sys_flag & PULL_FLAG_SUBSCRIPTION)
-        group_info = broker.consumers.get(request.ext_fields["consumerGroup"])
-        found = group_info.find_subscription(topic) if group_info is not None else None
-        return pc.pull_precheck(
-            broker_readable=bool(broker.config.broker_permission & PERM_READ),
-            topic_exists=config is not None,
-            topic_readable=config is not None and bool(config.perm & PERM_READ),
-            queue_id=field(request, "queueId"),
-            read_queue_nums=config.read_queue_nums if config is not None else 0,
-            has_subscription_flag=has_subscription,
-            group_info_exists=group_info is not None,
-            subscription_exists=found is not None,
-            broker_sub_version=found.sub_version if found is not None else 0,
-            request_sub_version=field(request, "subVersion"),
-        )
-
-    def _processing(self, request: RemotingCommand, first: bool, run: Callable[[], RemotingCommand | None]
-                    ) -> RemotingCommand | None:
-        group = request.ext_fields["consumerGroup"]
-        if field(request, "sysFlag") & PULL_FLAG_SUBSCRIPTION:
-            expression = request.ext_fields.get("subscription") or "*"
+    def _on_pull(self, obs: Obs) -> None:
+        fields = obs.data["fields"]
+        offset = int(fields["queueOffset"])
+        sys_flag = int(fields["sysFlag"])
+        if obs.data["client"] == self.raw.addr:
+            text = fields.get("subscription")
+            sql = fields.get("expressionType") == "SQL92"
+            subscription = _subscription(text) if sys_flag & PULL_FLAG_SUBSCRIPTION and not sql else None
+            commit = int(fields["commitOffset"]) if sys_flag & PULL_FLAG_COMMIT_OFFSET else None
+            action = spec.RawPull(int(fields["queueId"]), offset, int(fields["maxMsgNums"]), subscription,
+                                  bool(sys_flag & PULL_FLAG_SUBSCRIPTION), commit, self._answer(obs, offset),
+                                  as_consumer=fields.get("consumerGroup") == self.group,
+                                  newer=int(fields["subVersion"]) > 0, topic_exists=fields["topic"] == TOPIC,
+                                  sql=sql, parses=SQL_EXPRESSIONS.get(text or "", True))
+            self._check_answer(f"a raw pull at {offset} of queue {action.queue_id}", action.answer,
+                               spec.raw_answer(self.state, action))
+            self.observe(action, "another client's pull")
+            return
+        if obs.data["client"] != self.recorder.client_addr or fields.get("consumerGroup") != self.group:
+            return  # a consumer that is gone
+        q = self._queue(fields["topic"], int(fields["queueId"]))
+        if q is None:
+            self.fail(f"the consumer pulled {fields['topic']}:{fields['queueId']}, a queue it was not given (PULL-37)")
+        answer = self._answer(obs, offset)
+        first = obs.data["first"]
+        self._check_answer(f"{'the first processing' if first else 'a held pull processed again'} of the pull at "
+                           f"{offset} of queue {q}", answer, spec.consumer_answer(self.state, q, offset, first))
+        if first:
+            self.observe(spec.Pull(q, offset, answer), "the broker processes a pull")
+            return
+        wakeable = any(r.offset == offset and r.phase is spec.Phase.HELD and r.wake_by is not None
+                       for r in self.state.queues[q].requests)
+        if wakeable:
+            self.observe(spec.Wake(q, offset, answer), "a held pull is woken")
         else:
-            expression = self.expression if group == GROUP else None
-        processing = Processing(request, first, expression, precheck=self._precheck(request))
-        self.stack.append(processing)
-        try:
-            response = run()
-        finally:
-            self.stack.pop()
-        self._check_answer(processing, response)
-        return response
+            self.observe(spec.HoldTimeout(q, offset, answer), "a held pull times out")
 
-    def _check_answer(self, p: Processing, response: RemotingCommand | None) -> None:
-        """PULL-10 to PULL-18, PULL-26: the broker's answer to a store decision, and the commit it makes."""
-        request = p.request
-        topic, queue_id, offset = request.ext_fields["topic"], field(request, "queueId"), field(request, "queueOffset")
-        group = request.ext_fields["consumerGroup"]
-        sys_flag = field(request, "sysFlag")
-        where = f"pull {group} {topic}:{queue_id} at {offset} ({'first' if p.first else 'again'})"
-        if p.precheck is not None:
-            self.checked["prechecks"] += 1
-            if p.expected is not None or response is None or response.code != p.precheck:
-                self._violation(f"PULL-16/PULL-17: {where} answered {None if response is None else response.code}"
-                                f" (store read: {p.expected is not None}); the spec fails it with {p.precheck!r}")
+    def _on_offset_update(self, obs: Obs) -> None:
+        if obs.data["group"] != self.group:
             return
-        if p.expected is None:
-            self._violation(f"PULL-16/PULL-17: {where} was answered {response and response.code} without a store "
-                            f"read although every pre-check passes")
+        q = self._queue(obs.data["topic"], obs.data["queue_id"])
+        if q is None:
             return
-        decision = p.expected.decision
-        status = p.actual.status if p.actual is not None and p.actual.status in p.expected.statuses else decision.status
-        answer = pc.response_code(status, requested_offset=offset, suspend=bool(sys_flag & PULL_FLAG_SUSPEND),
-                                  broker_allow_suspend=p.first)
-        if answer.held:
-            self.checked["held"] += 1
-            if response is not None:
-                self._violation(f"PULL-10/PULL-13: {where} ({status.name}) was answered {response.code}; the spec "
-                                f"holds it")
-        elif response is None:
-            self._violation(f"PULL-10/PULL-13/PULL-14: {where} ({status.name}) was held; the spec answers "
-                                f"{answer.code!r}")
+        if obs.data["client"] == self.raw.addr:
+            self.observe(spec.OffsetReset(q, obs.data["offset"]), "an operator resets the offset")
         else:
-            self.checked["answers"] += 1
-            fields = response.ext_fields
-            got = (response.code, int(fields["nextBeginOffset"]), int(fields["minOffset"]), int(fields["maxOffset"]),
-                   int(fields["suggestWhichBrokerId"]), response.remark)
-            want = (int(answer.code), decision.next_begin_offset, p.expected.min_offset, p.expected.max_offset,
-                    answer.suggest_broker_id, status.name)
-            if got != want:
-                self._violation(f"PULL-10/PULL-11/PULL-12: {where} answered (code, next, min, max, suggest, remark) = "
-                                f"{got}; the spec answers {want}")
-            if answer.code is ResponseCode.SUCCESS:
-                found = tuple(m.queue_offset for m in decode_stored_messages(response.body or b"", BROKER))
-                if found != p.expected.delivered:
-                    self._violation(f"PULL-8/PULL-27: {where} delivered {found}; the spec delivers "
-                                    f"{p.expected.delivered}")
-            if p.moved_events != (1 if answer.offset_moved_event else 0):
-                self._violation(f"PULL-11: {where} wrote {p.moved_events} OffsetMovedEvent(s); the spec "
-                                f"{'writes one' if answer.offset_moved_event else 'writes none'}")
-        has_commit = bool(sys_flag & PULL_FLAG_COMMIT_OFFSET)
-        commit_offset = field(request, "commitOffset")
-        if group == GROUP and has_commit != pc.commit_flag(clustering=True, memory_offset=commit_offset):
-            self._violation(f"PULL-18: {where} carries the commit flag {has_commit} with memory offset {commit_offset}")
-        commits = [c.offset for c in p.commits if (c.group, c.topic, c.queue_id) == (group, topic, queue_id)]
-        wanted = [commit_offset] if pc.broker_commits(broker_allow_suspend=p.first, has_commit_flag=has_commit,
-                                                      is_slave=False) else []
-        if commits != wanted:
-            self._violation(f"PULL-18: {where} committed {commits}; the spec commits {wanted}")
+            self.observe(spec.Persist(q, obs.data["offset"]), "the broker commits an offset update")
 
-    # ------------------------------------------------------------------------------------------------ events
-    def _on_event(self, event: Event) -> None:
-        if isinstance(event, (OffsetCommit, MessageStored)) and event.node == BROKER and self.stack:
-            if isinstance(event, OffsetCommit):
-                self.stack[-1].commits.append(event)
-            elif event.topic == OFFSET_MOVED_EVENT_TOPIC:
-                self.stack[-1].moved_events += 1
-        consumer = self.consumer
-        if consumer is None or event.node != consumer.instance.client_id:
+    def _on_registered(self, obs: Obs) -> None:
+        if obs.data["value"] and not self.state.registered:
+            self.observe(spec.Heartbeat(), "the group registers")
+        elif not obs.data["value"] and self.state.registered:
+            self.observe(spec.Unregistered(), "the group is gone from the broker")
+
+    def _consumer_queue(self, obs: Obs) -> int:
+        mq: MessageQueue = obs.data["mq"]
+        q = self._queue(mq.topic, mq.queue_id)
+        if q is None:
+            self.fail(f"the consumer works on {mq}, a queue it was not given (PULL-37)")
+        return q
+
+    def _on_sent(self, obs: Obs) -> None:
+        q = self._consumer_queue(obs)
+        qs = self.state.queues[q]
+        if spec.live(self.state, q) and qs.live_request is None and (qs.pull_offset is not None or self.cfg.lite):
+            expected = spec.next_pull_offset(self.state, q)
+            if obs.data["offset"] != expected:
+                clauses = "PULL-31, PULL-32, PULL-36" if self.cfg.lite else "PULL-20, PULL-21, PULL-22, PULL-23"
+                self.fail(f"{clauses}: the consumer pulls queue {q} at {obs.data['offset']}; the spec's next pull "
+                          f"is at {expected}")
+        self.observe(spec.PullSent(q, obs.data["offset"]), "the consumer sends a pull")
+        request = self.state.queues[q].requests[-1]
+        if request.commit != obs.data["commit"]:
+            self.fail(f"PULL-18, PULL-33: the pull of queue {q} at {obs.data['offset']} commits "
+                      f"{obs.data['commit']}; the spec's carries {request.commit}")
+
+    def _on_answered(self, obs: Obs) -> None:
+        if not self.state.running:
+            return  # a stopped consumer's connections close: its pulls fail, and nothing reacts
+        q = self._consumer_queue(obs)
+        offset = obs.data["offset"]
+        request = next((r for r in self.state.queues[q].requests
+                        if r.offset == offset and r.phase is spec.Phase.ANSWERED), None)
+        if request is not None and request.answer is not None:
+            code = request.answer.code
+            status = spec.pull_status(code) if code is not None else None
+            if obs.data["status"] != (status.name if status is not None else "ERROR"):
+                self.fail(f"PULL-19: the answer {code!r} at {offset} of queue {q} became {obs.data['status']}; the "
+                          f"spec maps it to {status}")
+        self.observe(spec.Answered(q, offset), "the consumer gets the answer")
+
+    def _on_delivered(self, obs: Obs) -> None:
+        if self.cfg.lite:  # a poll's messages (a push consumer's count once the listener answered)
+            self.system_delivered.setdefault(self._consumer_queue(obs), []).append(obs.data["offset"])
+
+    def _on_consumed(self, obs: Obs) -> None:
+        q = self._consumer_queue(obs)
+        self.system_delivered.setdefault(q, []).append(obs.data["offset"])
+        if obs.data["status"] != ConsumeStatus.CONSUME_SUCCESS.name:
+            # Sent back first: the message leaves the process queue once that is done (PULL-34).
+            self.sent_back.add((q, obs.data["offset"]))
             return
-        if isinstance(event, PullResponseEvent):
-            self._on_client_response(event)
-        elif isinstance(event, PullRequestEvent):
-            self._on_client_pull(event)
+        if (q, obs.data["offset"]) in self.sent_back:
+            # Its send-back failed: consumed again here, delivered twice.
+            self.sent_back.discard((q, obs.data["offset"]))
+            self.spec_delivered.setdefault(q, []).append(obs.data["offset"])
+        self._consume(q, obs.data["offset"])
 
-    def _on_client_response(self, event: PullResponseEvent) -> None:
-        """PULL-19: the client's status is ``pull_status`` of the code; an error is re-pulled at its offset after
-        the exception delay (PULL-23)."""
-        mq = MessageQueue(event.topic, event.broker, event.queue_id)
-        mapped = pc.pull_status(ResponseCode(event.code)) if event.code is not None else None
-        if event.status == "ERROR":
-            if mapped is not None:
-                self._violation(f"PULL-19: code {event.code} at {event.offset} became an error, not {mapped.name}")
-            reaction = pc.client_reaction(None, 0, True, request_offset=event.offset)
-            assert reaction.repull_delay_ms is not None
-            self.expect_pull[mq] = (reaction.next_offset, self.cluster.now_ms() + reaction.repull_delay_ms)
-        elif mapped is None or mapped.name != event.status:
-            self._violation(f"PULL-19: code {event.code} became {event.status}; the spec maps it to {mapped}")
+    def _consume(self, q: int, offset: int) -> None:
+        self.observe(spec.Consume(q, offset), "a message is consumed")
+        self.spec_delivered.setdefault(q, []).append(offset)
 
-    def _on_client_pull(self, event: PullRequestEvent) -> None:
-        """PULL-20 to PULL-23: the consumer pulls a queue again where its last reaction said, not before the delay,
-        and never a queue it dropped (PULL-22)."""
-        mq = MessageQueue(event.topic, event.broker, event.queue_id)
-        now = self.cluster.now_ms()
-        if mq in self.dropped:
-            self._violation(f"PULL-22: {mq} pulled at {event.offset} after OFFSET_ILLEGAL dropped it")
-        expected = self.expect_pull.pop(mq, None)
-        if expected is not None:
-            offset, not_before = expected
-            if event.offset != offset or now < not_before:
-                self._violation(f"PULL-20/PULL-21/PULL-23: {mq} pulled at {event.offset} at t={now}; the last "
-                                f"reaction says {offset} from t={not_before}")
+    def _on_offset(self, obs: Obs) -> None:
+        q = self._consumer_queue(obs)
+        qs = self.state.queues[q]
+        if not self.cfg.lite and qs.fix is not None and not obs.data["increase_only"]:
+            self.observe(spec.DelayedFix(q), "the OFFSET_ILLEGAL fix")
+        elif obs.data["increase_only"]:
+            for sq, offset in sorted(self.sent_back):
+                if sq == q and offset not in obs.data["cached"]:
+                    self.sent_back.discard((sq, offset))
+                    self._consume(q, offset)
 
-    # ------------------------------------------------------------------------------------------------ consumer hooks
-    def _watch_consumer(self, consumer: PushConsumer) -> None:
-        on_pull_result = consumer._on_pull_result
-        start = consumer._start
+    def _on_persist_sent(self, obs: Obs) -> None:
+        self.observe(spec.PersistSent(self._consumer_queue(obs), obs.data["offset"]),
+                     "the offset store sends an offset")
 
-        def watched_start() -> None:
-            start()
-            self._watch_consumer_parts(consumer)
+    def _on_rebalanced(self, obs: Obs) -> None:
+        for mq, start in obs.data["starts"]:
+            q = self._queue(mq.topic, mq.queue_id)
+            if q is None:
+                self.fail(f"a rebalance added {mq}, a queue the consumer is not given (PULL-37)")
+            expected = spec.rebalance_start(self.state, q)
+            if start != expected:
+                self.fail(f"PULL-24, PULL-28, PULL-29, PULL-30: a rebalance starts queue {q} at {start}; the spec at "
+                          f"{expected}")
+            self.observe(spec.Rebalance(q, start), "a rebalance adds the queue")
 
-        def watched_on_pull_result(request: Any, result: Any) -> None:
-            self._react(consumer, request, result, on_pull_result)
+    def _on_removed(self, obs: Obs) -> None:
+        self.observe(spec.QueueRemoved(self._consumer_queue(obs)), "removeProcessQueue")
 
-        consumer._start = watched_start  # type: ignore[method-assign]
-        consumer._on_pull_result = watched_on_pull_result  # type: ignore[method-assign]
+    def _on_assigned(self, obs: Obs) -> None:
+        self.observe(spec.Assign(self._consumer_queue(obs)), "a lite pull task starts")
 
-    def _watch_consumer_parts(self, consumer: PushConsumer) -> None:
-        offset_store = consumer.offset_store
-        update_offset = offset_store.update_offset
-        rebalance = consumer.rebalance
-        remove_process_queue = rebalance.remove_process_queue
-        dispatch = rebalance.dispatch_pull_requests
+    def _on_seek(self, obs: Obs) -> None:
+        self.observe(spec.Seek(self._consumer_queue(obs), obs.data["offset"]), "a seek restarts the pull task")
 
-        def watched_update_offset(mq: MessageQueue, offset: int, increase_only: bool) -> None:
-            if consumer is self.consumer:
-                self.updates.append((mq, offset, increase_only))
-            update_offset(mq, offset, increase_only)
+    def _on_flushed(self, obs: Obs) -> None:
+        if any(qs.store.durable < qs.store.max_offset for qs in self.state.queues):
+            self.observe(spec.Flushed(), "the store flushes")
 
-        def watched_remove_process_queue(mq: MessageQueue) -> None:
-            if consumer is self.consumer and mq in self.dropped:
-                self._check_fix(consumer, mq)
-            remove_process_queue(mq)
+    def _on_offsets_persisted(self, obs: Obs) -> None:
+        if any(qs.durable_offset != qs.broker_offset or qs.durable_raw != qs.raw_offset for qs in self.state.queues):
+            self.observe(spec.OffsetsPersisted(), "the broker persists its offsets")
 
-        def watched_dispatch(requests: list[Any]) -> None:
-            if consumer is self.consumer:
-                for request in requests:
-                    self._check_resume(request)
-            dispatch(requests)
+    def _on_destroyed(self, obs: Obs) -> None:
+        for topic, queue_id in obs.data["queues"]:
+            q = self._queue(topic, queue_id)
+            if q is not None and self.state.queues[q].store.max_offset:
+                self.observe(spec.QueueDestroyed(q), "the consume queue is destroyed")
 
-        offset_store.update_offset = watched_update_offset  # type: ignore[method-assign]
-        rebalance.remove_process_queue = watched_remove_process_queue  # type: ignore[method-assign]
-        rebalance.dispatch_pull_requests = watched_dispatch  # type: ignore[method-assign]
+    def _on_deleted(self, obs: Obs) -> None:
+        """Old data went: each queue's data, consume-queue files and min offset, as the store had them then."""
+        for q in range(self.cfg.queue_count):
+            mq = self._mq(q)
+            low, _high, readable, first_file = obs.data["views"].get((mq.topic, mq.queue_id), (0, 0, 0, 0))
+            while self.state.queues[q].store.data_from < readable and \
+                    self.can(spec.DeleteCommitLog(q)):
+                self.observe(spec.DeleteCommitLog(q), "commit-log data is deleted")
+            while self.state.queues[q].store.cq_from < first_file and self.can(spec.DeleteConsumeQueueFile(q)):
+                self.observe(spec.DeleteConsumeQueueFile(q), "a consume-queue file is deleted")
+            if low != self.state.queues[q].store.min_offset:
+                self.observe(spec.CorrectMinOffset(q), "the min offset is corrected")
 
-    def _react(self, consumer: PushConsumer, request: Any, result: Any, original: Callable[[Any, Any], None]) -> None:
-        """PULL-19 to PULL-22: the consumer's reaction to one pull result is ``client_reaction``'s."""
-        if consumer is not self.consumer:
-            original(request, result)
-            return
-        self.checked["reactions"] += 1
-        mq, pq = request.mq, request.pq
-        status = pc.pull_status(ResponseCode(result.code))
-        if status is not result.status:
-            self._violation(f"PULL-19: code {result.code} handled as {result.status}; the spec maps it to {status}")
-        reaction = pc.client_reaction(status, result.next_begin_offset, pq.msg_count == 0,
-                                      request_offset=request.next_offset,
-                                      found_messages=len(result.msg_found_list))
-        before = len(self.updates)
-        was_dropped = pq.dropped
-        original(request, result)
-        updates = [(offset, increase_only) for q, offset, increase_only in self.updates[before:] if q == mq]
-        wanted = [] if reaction.update is None else [(reaction.update.offset, reaction.update.increase_only)]
-        where = f"{mq.topic}:{mq.queue_id} {status.name if status else None} next {result.next_begin_offset}"
-        if request.next_offset != reaction.next_offset:
-            self._violation(f"PULL-20/PULL-21/PULL-22: {where}: next offset {request.next_offset}, the spec "
-                            f"{reaction.next_offset}")
-        if updates != wanted:
-            self._violation(f"PULL-21: {where} (cache empty: {reaction.update is not None or status is None}): "
-                            f"offset updates {updates}; the spec {wanted}")
-        if not was_dropped and pq.dropped != reaction.drop:
-            self._violation(f"PULL-22: {where}: dropped {pq.dropped}; the spec {reaction.drop}")
-        if reaction.enqueue:
-            missing = [m.queue_offset for m in result.msg_found_list if m.queue_offset not in pq.msg_tree]
-            if missing:
-                self._violation(f"PULL-20: {where}: found messages {missing} not in the process queue")
-        now = self.cluster.now_ms()
-        if reaction.drop:
-            assert reaction.fix is not None
-            self.dropped[mq] = (reaction.fix, now)
-            self.expect_pull.pop(mq, None)
-        elif reaction.repull_delay_ms is not None:
-            self.expect_pull[mq] = (reaction.next_offset, now + reaction.repull_delay_ms)
+    # ------------------------------------------------------------------------------------------------ consumers
+    def _settle(self) -> None:
+        """Let the consumer's start-offset queries finish before the store changes (they read it in steps)."""
+        assert self.cluster is not None
+        for _ in range(50):
+            if not self.recorder.computing:
+                return
+            self.cluster.advance(1)
 
-    def _check_fix(self, consumer: PushConsumer, mq: MessageQueue) -> None:
-        """PULL-22: 10 s after OFFSET_ILLEGAL the correction is stored with increaseOnly = false, then removed."""
-        fix, at = self.dropped.pop(mq)
-        self.checked["fixes"] += 1
-        now = self.cluster.now_ms()
-        if now - at != OFFSET_ILLEGAL_REMOVE_DELAY_MS:
-            self._violation(f"PULL-22: the OFFSET_ILLEGAL fix of {mq} ran {now - at} ms after the answer")
-        last = [(offset, increase_only) for q, offset, increase_only in self.updates if q == mq][-1:]
-        if last != [(fix.offset, fix.increase_only)]:
-            self._violation(f"PULL-22: the OFFSET_ILLEGAL fix of {mq} updated the offset store with {last}; the spec "
-                            f"stores {(fix.offset, fix.increase_only)}")
-        memory = consumer.offset_store.memory_offset(mq)
-        if memory != fix.offset:
-            self._violation(f"PULL-22: after the OFFSET_ILLEGAL fix of {mq} the offset store has {memory}, the spec "
-                            f"{fix.offset}")
+    def _start(self, fresh: bool) -> None:
+        assert self.cluster is not None
+        cluster = self.cluster
+        if fresh:
+            self.groups += 1
+        self.group = f"CG{self.groups}"
+        lite = self.cfg.lite
+        timestamp = self.timestamp
+        if timestamp is None and self.cfg.from_where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            self.spec.state = attrs.evolve(self.state, config=attrs.evolve(
+                self.cfg, consume_timestamp=cluster.now_ms() - CONSUME_TIMESTAMP_DEFAULT_LAG_MS))
+        self.drive(spec.ConsumerStarts(fresh), f"group {self.group}")
+        name = f"{self.group}-{cluster.now_ms()}"
+        client = ClientConfig(instance_name=name)
+        instance = ClientInstance(cluster.runtime, cluster.network, cluster.events, cluster.namesrv_addr,
+                                  f"{client.client_ip}@{name}", client)
+        options: dict[str, Any] = {"group": self.group, "consume_from_where": self.cfg.from_where,
+                                   "consume_timestamp_ms": timestamp, "pull_batch_size": self.cfg.batch}
+        if lite:
+            options.update(auto_commit=self.cfg.auto_commit,
+                           broker_suspend_max_time_ms=LITE_PULL_BROKER_SUSPEND_MAX_TIME_MS)
+            consumer: Any = LitePullConsumer(instance, ConsumerConfig(**options))
+            if self.cfg.assign is not None:
+                consumer.set_sub_expression_for_assign(TOPIC, self.expression)
+                consumer.assign([MessageQueue(TOPIC, BROKER, q) for q in self.cfg.assign])
+            else:
+                consumer.subscribe(TOPIC, self.expression)
+        else:
+            consumer = PushConsumer(instance, ConsumerConfig(**options), _listener)
+            consumer.subscribe(TOPIC, self.expression)
+        self.recorder.watch_consumer(consumer, self.group, lite)
+        self.consumer = consumer
+        cluster.runtime.submit(consumer.start)
+        cluster.advance(20)
+        self._settle()
 
-    def _check_resume(self, request: Any) -> None:
-        """PULL-24 (REB-13): a queue added to the table starts from the broker's stored offset when there is one."""
-        mq = request.mq
-        stored = self.broker.consumer_offsets.query(GROUP, mq.topic, mq.queue_id)
-        self.checked["resumes"] += 1
-        if stored >= 0 and request.next_offset != stored:
-            self._violation(f"PULL-24: {mq} added back at {request.next_offset}; the broker stores {stored}")
-        self.dropped.pop(mq, None)
-        self.expect_pull[mq] = (request.next_offset, 0)
+    def _ready(self) -> bool:
+        return self.cluster is not None and self.spec is not None
 
     # ------------------------------------------------------------------------------------------------ rules
-    def _offset(self, queue_id: int, where: str, delta: int) -> int:
-        low, high = self.store.min_offset(TOPIC, queue_id), self.store.max_offset(TOPIC, queue_id)
-        if where == "below_min":
-            return max(0, low - 1 - delta)
-        if where == "min":
-            return low
-        if where == "in_range":
-            return low + delta % (high - low) if high > low else low
-        if where == "max":
-            return high
-        if where == "beyond_max":
-            return high + 1 + delta
-        return 0
+    def _writable(self) -> list[int]:
+        cfg = self.cfg
+        queues = [q for q in range(cfg.topic_queues) if cfg.writable(q)]
+        if cfg.retry_queue and self.state.registered:
+            queues.append(cfg.topic_queues)
+        return queues
 
-    @rule(queue_id=st.integers(0, QUEUES - 1), tags=st.lists(st.sampled_from(TAGS), min_size=1, max_size=5))
-    def send(self, queue_id: int, tags: list[str]) -> None:
-        """Messages with tags to one queue."""
+    @precondition(lambda self: self._ready() and self._writable())
+    @rule(queue=st.integers(0, 5), tags=st.lists(st.sampled_from(TAGS), min_size=1, max_size=5))
+    def send(self, queue: int, tags: list[str]) -> None:
+        """Tagged messages to one queue (the topic's, or the group's %RETRY% queue)."""
+        writable = self._writable()
+        q = writable[queue % len(writable)]
+        mq = self._mq(q)
+        self._settle()
         for tag in tags:
             try:
-                result = self.producer.send(Message(TOPIC, BODY, tags=tag), queue=MessageQueue(TOPIC, BROKER,
-                                                                                             queue_id))
+                self.producer.send(Message(mq.topic, BODY, tags=tag), queue=mq)
             except MQClientError:
                 continue
-            self.tags[(queue_id, result.queue_offset)] = tag
+        self._sync()
 
-    @rule(queue_id=st.integers(0, QUEUES), where=st.sampled_from(("below_min", "min", "in_range", "max",
-                                                                   "beyond_max", "zero")),
-          delta=st.integers(0, 6), expression=st.sampled_from(EXPRESSIONS), max_msgs=st.sampled_from((1, 2, 32)),
-          suspend=st.booleans(), commit=st.booleans())
-    def raw_pull(self, queue_id: int, where: str, delta: int, expression: str, max_msgs: int, suspend: bool,
-                 commit: bool) -> None:
-        """A PULL_MESSAGE at an arbitrary offset (queue id 2 is outside the read queues: PULL-16)."""
-        offset = self._offset(queue_id % QUEUES, where, delta)
-        sys_flag = PULL_FLAG_SUBSCRIPTION | (PULL_FLAG_SUSPEND if suspend else 0) | (PULL_FLAG_COMMIT_OFFSET if commit
-                                                                                       else 0)
-        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {
-            "consumerGroup": RAW_GROUP, "topic": TOPIC, "queueId": queue_id, "queueOffset": offset,
-            "maxMsgNums": max_msgs, "sysFlag": sys_flag, "commitOffset": delta, "suspendTimeoutMillis": RAW_SUSPEND_MS,
-            "subscription": expression, "subVersion": 0, "expressionType": "TAG",
-        })
-        self.raw.invoke(self.broker.addr, request, 30_000, daemon=True)
-        self.cluster.advance(5)
+    @precondition(lambda self: self._ready() and any(self.cfg.writable(q) for q in range(self.cfg.topic_queues)))
+    @rule(queue=st.integers(0, 5), tags=st.lists(st.sampled_from(TAGS), min_size=1, max_size=4))
+    def send_batch(self, queue: int, tags: list[str]) -> None:
+        """A batch of tagged messages to one of the topic's queues (SEND_BATCH_MESSAGE: consecutive offsets)."""
+        writable = [q for q in range(self.cfg.topic_queues) if self.cfg.writable(q)]
+        mq = self._mq(writable[queue % len(writable)])
+        self._settle()
+        try:
+            self.producer.send_batch([Message(TOPIC, BODY, tags=tag) for tag in tags], queue=mq)
+        except MQClientError:
+            pass
+        self._sync()
 
+    @precondition(lambda self: self._ready())
+    @rule()
+    def until_idle(self) -> None:
+        """Time passes until nothing is pending: the consumer has what the broker has, its offsets are persisted."""
+        assert self.cluster is not None
+        try:
+            self.cluster.run_until_idle(120_000)
+        except NotIdle:
+            pass
+        self._sync()
+
+    @precondition(lambda self: self._ready())
     @rule(segments=st.integers(1, 2))
     def delete_old_data(self, segments: int) -> None:
-        """The oldest commit-log segments go; consume-queue files and the minimum offset follow."""
-        self.cluster.delete_old_data(BROKER, segments)
-
-    @rule(ms=st.sampled_from((10, 1_000, 5_000, OFFSET_ILLEGAL_REMOVE_DELAY_MS, 20_000)))
-    def advance(self, ms: int) -> None:
-        """Time passes: long polling, the OFFSET_ILLEGAL fix, rebalances, persistence."""
-        self.cluster.advance(ms)
-
-    @precondition(lambda self: self.consumer is None)
-    @rule()
-    def start_consumer(self) -> None:
-        """A push consumer of ``CG`` starts (a queue without a stored offset starts as consume-from-where says)."""
+        """The oldest commit-log segments go; consume-queue files and the min offsets follow (PULL-3, PULL-6)."""
         assert self.cluster is not None
-        self.consumer_count += 1
-        config = ClientConfig(instance_name=f"{GROUP}-{self.consumer_count}")
-        instance = ClientInstance(self.cluster.runtime, self.cluster.network, self.cluster.events,
-                                  self.cluster.namesrv_addr, f"{config.client_ip}@{config.instance_name}", config)
-        consumer = PushConsumer(instance, ConsumerConfig(
-            group=GROUP, consume_from_where=ConsumeFromWhere[self.from_where]),
-            lambda msgs: ConsumeStatus.CONSUME_SUCCESS)
-        consumer.subscribe(TOPIC, self.expression)
-        self._watch_consumer(consumer)
-        self.consumer = consumer
-        self.cluster.runtime.submit(consumer.start)
-        self.cluster.advance(10)
+        self._settle()
+        self._sync()
+        self.cluster.delete_old_data(BROKER, segments)
+        self._sync()
 
-    @precondition(lambda self: self.consumer is not None)
+    @precondition(lambda self: self._ready())
+    @rule(ms=st.sampled_from(WAITS))
+    def time_passes(self, ms: int) -> None:
+        """Time passes: long polling, the OFFSET_ILLEGAL fix, rebalances, persistence, error back-offs."""
+        assert self.cluster is not None
+        self.cluster.advance(ms)
+        self._sync()
+
+    def _offset(self, q: int, where: str, delta: int) -> int:
+        store = self.state.queues[q].store
+        low, high = store.min_offset, store.max_offset
+        return {"below_min": max(0, low - 1 - delta), "min": low,
+                "in_range": low + delta % (high - low) if high > low else low, "max": high,
+                "beyond_max": high + 1 + delta, "zero": 0}[where]
+
+    @precondition(lambda self: self._ready())
+    @rule(queue=st.integers(-1, 5), where=st.sampled_from(WHERE), delta=st.integers(0, 6),
+          expression=st.sampled_from(RAW_EXPRESSIONS), max_msgs=st.sampled_from((1, 2, 32)),
+          subscription=st.booleans(), commit=st.booleans(), group=st.sampled_from(RAW_GROUPS))
+    def raw_pull(self, queue: int, where: str, delta: int, expression: str, max_msgs: int, subscription: bool,
+                 commit: bool, group: str) -> None:
+        """Another client's PULL_MESSAGE at any offset of any queue id, without suspension: as group RAW, or as the
+        consumer's group asking for a newer subscription, of a topic that does not exist, with an SQL92 subscription
+        the broker does not serve (PULL-1 to PULL-18)."""
+        assert self.cluster is not None
+        q = queue if queue < self.cfg.topic_queues else self.cfg.read_queues
+        offset = self._offset(q, where, delta) if 0 <= q < self.cfg.topic_queues else delta
+        flag = (PULL_FLAG_SUBSCRIPTION if subscription else 0) | (PULL_FLAG_COMMIT_OFFSET if commit else 0)
+        kind = "SQL92" if expression in SQL_EXPRESSIONS else "TAG"
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {
+            "consumerGroup": self.group if group == "consumer" else RAW_GROUP,
+            "topic": MISSING_TOPIC if group == "missing topic" else TOPIC, "queueId": q, "queueOffset": offset,
+            "maxMsgNums": max_msgs, "sysFlag": flag, "commitOffset": delta, "suspendTimeoutMillis": 1_000,
+            "subscription": expression, "subVersion": 2**62 if group == "consumer" else 0, "expressionType": kind})
+        self.raw.invoke(self.cluster.broker(BROKER).addr, request, 3_000, daemon=True)
+        self.cluster.advance(3)
+        self._sync()
+
+    @precondition(lambda self: self._ready())
+    @rule(queue=st.integers(0, 5), where=st.sampled_from(("below_min", "in_range", "beyond_max")),
+          delta=st.integers(0, 6))
+    def reset_offset(self, queue: int, where: str, delta: int) -> None:
+        """An operator sets the group's committed offset anywhere, in the queue or not (UPDATE_CONSUMER_OFFSET), as
+        mqadmin resetOffset does with the consumer down: a running one is shut down first and started again after,
+        so it starts there and corrects an offset outside the queue (PULL-3, PULL-5, PULL-22, PULL-24, PULL-32)."""
+        assert self.cluster is not None
+        running = self.state.running
+        if running:
+            if not self._quiet():
+                return
+            self._stop(False)
+            self._sync()
+        q = queue % self.cfg.topic_queues
+        request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
+            "consumerGroup": self.group, "topic": TOPIC, "queueId": q, "commitOffset": self._offset(q, where, delta)})
+        self.raw.invoke(self.cluster.broker(BROKER).addr, request, 3_000, daemon=True)
+        self.cluster.advance(3)
+        self._sync()
+        if running:
+            self._start(False)
+            self._sync()
+
+    @precondition(lambda self: self._ready() and not self.state.running)
+    @rule(fresh=st.booleans())
+    def start_consumer(self, fresh: bool) -> None:
+        """A consumer starts: of the same group (it resumes from the committed offsets) or of a new one (it starts
+        where consumeFromWhere says, PULL-28, PULL-29, PULL-30)."""
+        self._start(fresh)
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and spec.quiet(self.state))
     @rule(crash=st.booleans())
     def stop_consumer(self, crash: bool) -> None:
-        """The consumer shuts down (offsets persisted) or crashes (nothing persisted)."""
+        """The consumer shuts down (its offsets persisted) or crashes (nothing persisted) (PULL-39)."""
+        self._stop(crash)
+        self._sync()
+
+    def _quiet(self) -> bool:
+        """Wait (a millisecond at a time) until none of the consumer's pulls is on the wire."""
+        assert self.cluster is not None
+        for _ in range(20):
+            self._sync()
+            if spec.quiet(self.state):
+                return True
+            self.cluster.advance(1)
+        self._sync()
+        return spec.quiet(self.state)
+
+    def _stop(self, crash: bool) -> None:
+        assert self.cluster is not None
+        self._sync()
+        before = self.state
+        self.drive(spec.ConsumerStops(crash), "crash" if crash else "shutdown")
         consumer = self.consumer
-        assert consumer is not None and self.cluster is not None
-        self._forget_consumer()
         if crash:
             self.cluster.crash_client(consumer)
         else:
-            consumer.shutdown()
-        self.cluster.advance(10)
-
-    def _forget_consumer(self) -> None:
+            self.cluster.runtime.submit(consumer.shutdown)
+        during = self.recorder.take()
+        # What the stop sends is the spec's ConsumerStops (its effect); the rest happens after it.
+        sent = sorted((self._consumer_queue(o), o.data["offset"]) for o in during if o.kind == "persist_sent")
+        self.recorder.log[:0] = [o for o in during if o.kind != "persist_sent"]
+        owed = sorted((q, qs.memory_offset) for q, qs in enumerate(before.queues)
+                      if not crash and qs.pq is not None and qs.memory_offset is not None)
+        if sent != owed:
+            self.fail(f"PULL-39: the {'crash' if crash else 'shutdown'} sent the offsets {sent}; the spec {owed}")
+        self.recorder.forget_consumer()
         self.consumer = None
-        self.expect_pull.clear()
-        self.dropped.clear()
-
-    @precondition(lambda self: self.consumer is not None)
-    @rule(pause=st.booleans())
-    def pause_consumer(self, pause: bool) -> None:
-        """The consumer stops pulling (it falls behind) or resumes (and rebalances)."""
-        assert self.consumer is not None
-        if pause:
-            self.consumer.suspend()
-        else:
-            self.expect_pull.clear()  # a resume rebalances: queues idle > 120 s are dropped and added back
-            self.consumer.resume()
+        for q, offset in self.sent_back:  # delivered to the listener, never sent back: nothing more happens
+            self.spec_delivered.setdefault(q, []).append(offset)
+        self.sent_back.clear()
         self.cluster.advance(10)
 
-    @rule(queue_id=st.integers(0, QUEUES - 1), where=st.sampled_from(("below_min", "in_range", "beyond_max")),
-          delta=st.integers(0, 6))
-    def reset_offset(self, queue_id: int, where: str, delta: int) -> None:
-        """An operator resets the group's committed offset anywhere (like mqadmin resetOffset): a running consumer
-        is shut down first and started again after, so it resumes from the new offset (PULL-24) and corrects it
-        when it is outside the queue (PULL-3, PULL-5, PULL-22)."""
-        running = self.consumer is not None
-        if running:
-            self.stop_consumer(crash=False)
-        offset = self._offset(queue_id, where, delta)
-        request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, {
-            "consumerGroup": GROUP, "topic": TOPIC, "queueId": queue_id, "commitOffset": offset})
-        self.raw.invoke(self.broker.addr, request, 3_000)
-        self.cluster.advance(5)
-        if running:
-            self.start_consumer()
+    @precondition(lambda self: self._ready() and any(self.cfg.writable(q) for q in range(self.cfg.topic_queues)))
+    @rule(queue=st.integers(0, 5), count=st.integers(8, 14), segments=st.integers(1, 2), crash=st.booleans(),
+          fresh=st.booleans())
+    def fall_behind(self, queue: int, count: int, segments: int, crash: bool, fresh: bool) -> None:
+        """The consumer is down while messages come and old data goes, then starts again: behind the queue's min
+        offset (OFFSET_TOO_SMALL, corrected: PULL-3, PULL-22, PULL-24, PULL-32), or, of a new group, where
+        consumeFromWhere says on a queue that lost data (PULL-28, PULL-29, PULL-30)."""
+        assert self.cluster is not None
+        if self.state.running:
+            if not self._quiet():
+                return
+            self._stop(crash)
+        writable = [q for q in range(self.cfg.topic_queues) if self.cfg.writable(q)]
+        mq = self._mq(writable[queue % len(writable)])
+        for n in range(count):
+            self.producer.send(Message(TOPIC, BODY, tags=TAGS[n % len(TAGS)]), queue=mq)
+        self.cluster.delete_old_data(BROKER, segments)
+        self._sync()
+        self._start(fresh)
+        self._sync()
 
-    # ------------------------------------------------------------------------------------------------ invariants
-    @invariant()
-    def no_violation(self) -> None:
-        """Every store read, broker answer, commit and consumer reaction so far was the spec's."""
-        assert not self.violations, "\n".join(self.violations[:5])
+    @precondition(lambda self: self._ready())
+    @rule(crash=st.booleans())
+    def restart_broker(self, crash: bool) -> None:
+        """The broker restarts from its store: held pulls and registrations are gone, the rest stays (PULL-38); or it
+        crashes (a power loss): what it had not flushed or persisted is gone too (PULL-42)."""
+        assert self.cluster is not None
+        self._settle()
+        self._sync()
+        self.drive(spec.BrokerRestart(crash))
+        broker = self.cluster.restart_broker(BROKER, crash=crash)
+        self.recorder.watch_broker(broker)
+        self._sync()
+
+    def _nothing_comes(self) -> bool:
+        """No consume request can come without a new message: every live pull is held (or none is out)."""
+        return all(r.phase is spec.Phase.HELD for qs in self.state.queues for r in qs.requests) and \
+            not any(qs.pull_in is not None and spec.live(self.state, q) for q, qs in enumerate(self.state.queues))
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule(wait=st.sampled_from((0, 0, 200, 3_000)))
+    def poll(self, wait: int) -> None:
+        """poll: an auto commit when due, then the oldest consume request; waiting ``wait`` ms for one when there is
+        none (only where none can come, so that the poll returns nothing) (PULL-34)."""
+        self._sync()
+        if self.state.cache or not self._nothing_comes():
+            wait = 0
+        expected = spec.taken(self.state)
+        self.drive(spec.Poll())
+        got = self.consumer.poll(wait)
+        offsets = [(self._queue(m.queue.topic, m.queue.queue_id), m.queue_offset) for m in got]
+        want = [(expected[0], o) for o in expected[1]] if expected is not None else []
+        if offsets != want:
+            self.fail(f"PULL-34: poll returned {offsets}; the spec returns {want}")
+        for q, offset in want:  # the implementation's are its ConsumeDeliver events
+            self.spec_delivered.setdefault(q, []).append(offset)
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule(persist=st.booleans(), given=st.one_of(st.none(), st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(("consumed", "min", "max", "unset"))), max_size=3)))
+    def commit(self, persist: bool, given: list[tuple[int, str]] | None) -> None:
+        """commitSync: the consume offsets into the offset store, or offsets given (commitSync(Map, persist)); sent
+        now with ``persist``, which forgets the other queues' offsets (PULL-35)."""
+        self._sync()
+        offsets: dict[int, int] | None = None
+        if given is not None:
+            offsets = {}
+            for queue, which in given:
+                q = queue % self.cfg.topic_queues
+                qs = self.state.queues[q]
+                offsets[q] = {"consumed": qs.consume_offset if qs.consume_offset is not None else -1,
+                              "min": qs.store.min_offset, "max": qs.store.max_offset, "unset": -1}[which]
+        self.drive(spec.Commit(persist, None if offsets is None else tuple(sorted(offsets.items()))))
+        self.consumer.commit(None if offsets is None else {self._mq(q): o for q, o in offsets.items()},
+                             persist=persist)
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and not self.cfg.lite)
+    @rule(times=st.integers(1, 3), code=st.sampled_from((ResponseCode.SYSTEM_ERROR, ResponseCode.SYSTEM_BUSY)))
+    def send_back_fails(self, times: int, code: ResponseCode) -> None:
+        """The broker refuses the next send-backs: the consumer sends the failed messages to the %RETRY% topic
+        itself (sendMessageBack's fallback); they reach the %RETRY% queue after the delay all the same."""
+        assert self.cluster is not None
+        self.cluster.faults.fail(BROKER, "CONSUMER_SEND_MSG_BACK", code=int(code), times=times)
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule()
+    def lite_misuse(self) -> None:
+        """What a lite pull consumer refuses: subscribe and assign mixed, an empty assignment, an assign expression
+        once started, a negative poll timeout (DefaultLitePullConsumerImpl's checks); nothing changes."""
+        assert self.cluster is not None
+        consumer = self.consumer
+        calls: list[tuple[str, Any]] = [
+            ("assign" if self.cfg.assign is None else "subscribe",
+             (lambda: consumer.assign([self._mq(0)])) if self.cfg.assign is None
+             else (lambda: consumer.subscribe(TOPIC, "*"))),
+            ("assign([])", lambda: consumer.assign([])),
+            ("setSubExpressionForAssign", lambda: consumer.set_sub_expression_for_assign(TOPIC, "A")),
+            ("subscribe('')", lambda: consumer.subscribe("", "*")),
+            ("poll(-1)", lambda: consumer.poll(-1)),
+        ]
+        for name, call in calls:
+            try:
+                call()
+            except (MQClientError, ValueError):
+                continue
+            self.fail(f"the lite pull consumer took {name}")
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule(queue=st.integers(0, 5), where=st.sampled_from(WHERE), delta=st.integers(0, 3))
+    def seek(self, queue: int, where: str, delta: int) -> None:
+        """seek: refused outside [min, max] or for a queue not assigned, else the queue restarts there (PULL-36)."""
+        self._sync()
+        q = queue % self.cfg.topic_queues
+        offset = self._offset(q, where, delta)
+        allowed = spec.enabled(self.state, spec.Seek(q, offset))
+        store = self.state.queues[q].store
+        try:
+            if where == "min" and offset == store.min_offset:
+                self.consumer.seek_to_begin(self._mq(q))
+            elif where == "max" and offset == store.max_offset:
+                self.consumer.seek_to_end(self._mq(q))
+            else:
+                self.consumer.seek(self._mq(q), offset)
+            refused = None
+        except MQClientError as error:
+            refused = error
+        if allowed == (refused is not None):
+            self.fail(f"PULL-36: seek({q}, {offset}) {'was refused: ' + str(refused) if refused else 'went ahead'}; "
+                      f"the spec {'allows' if allowed else 'refuses'} it (min {self.state.queues[q].store.min_offset},"
+                      f" max {self.state.queues[q].store.max_offset}, assigned {self.state.queues[q].assigned})")
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule(queue=st.integers(0, 5), paused=st.booleans())
+    def pause_queue(self, queue: int, paused: bool) -> None:
+        """pause / resume one of the lite pull consumer's queues (PULL-40)."""
+        self._sync()
+        q = queue % self.cfg.topic_queues
+        self.drive(spec.PauseQueue(q, paused))
+        (self.consumer.pause if paused else self.consumer.resume)([self._mq(q)])
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and not self.cfg.lite)
+    @rule(suspended=st.booleans())
+    def suspend(self, suspended: bool) -> None:
+        """suspend / resume the push consumer (PULL-40)."""
+        self._sync()
+        self.drive(spec.Suspend(suspended))
+        (self.consumer.suspend if suspended else self.consumer.resume)()
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running)
+    @rule(queue=st.integers(0, 5))
+    def queries(self, queue: int) -> None:
+        """What the consumer says it has: its queues, its offset store, a lite pull consumer's committed offset and
+        the queues its route gives (PULL-24, PULL-35, PULL-37)."""
+        self._sync()
+        state, consumer = self.state, self.consumer
+        owned = {self._mq(q) for q, qs in enumerate(state.queues) if (qs.assigned if self.cfg.lite else qs.pq)}
+        assignment = consumer.assignment()
+        got = assignment if self.cfg.lite else {mq for mqs in assignment.values() for mq in mqs}
+        memory = {self._mq(q): qs.memory_offset for q, qs in enumerate(state.queues) if qs.memory_offset is not None}
+        offsets = {mq: o for mq, o in consumer.offsets().items() if self._queue(mq.topic, mq.queue_id) is not None}
+        if got != owned or offsets != memory:
+            self.fail(f"the consumer says it owns {sorted(got)} with offsets {offsets}; the spec {sorted(owned)}, "
+                      f"{memory}")
+        if self.cfg.lite:
+            q = queue % self.cfg.topic_queues
+            if state.queues[q].memory_offset is not None and state.queues[q].assigned:
+                committed = consumer.committed(self._mq(q))
+                if committed != state.queues[q].memory_offset:
+                    self.fail(f"PULL-35: committed({q}) is {committed}; the spec's offset store has "
+                              f"{state.queues[q].memory_offset}")
+            expected = {MessageQueue(TOPIC, BROKER, i) for i in spec.consumer_queue_ids(self.cfg.read_queues,
+                                                                                         self.cfg.perm)}
+            try:
+                queues = consumer.fetch_message_queues(TOPIC)
+            except MQClientError:
+                queues = set()
+            if queues != expected:
+                self.fail(f"PULL-37: fetchMessageQueues gives {sorted(queues)}; the spec {sorted(expected)}")
+        self._sync()
+
+    def _admin(self, code: RequestCode) -> None:
+        assert self.cluster is not None
+        self.raw.invoke(self.cluster.broker(BROKER).addr, RemotingCommand.request(code, {}), 3_000, daemon=True)
+        self.cluster.advance(3)
+
+    @precondition(lambda self: self._ready())
+    @rule()
+    def delete_expired(self) -> None:
+        """An operator asks for expired commit-log segments to go (DELETE_EXPIRED_COMMITLOG): the cleaner's next
+        runs delete those a minute old (PULL-3, PULL-6)."""
+        self._settle()
+        self._sync()
+        self._admin(RequestCode.DELETE_EXPIRED_COMMITLOG)
+        self._sync()
+
+    @precondition(lambda self: self._ready())
+    @rule(unused=st.booleans())
+    def clean_consume_queues(self, unused: bool) -> None:
+        """An operator cleans the consume queues: those whose messages are all gone (CLEAN_EXPIRED_CONSUMEQUEUE,
+        PULL-41), or those of topics the broker does not know (CLEAN_UNUSED_TOPIC: none of the machine's)."""
+        self._settle()
+        self._sync()
+        self._admin(RequestCode.CLEAN_UNUSED_TOPIC if unused else RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        self._sync()
+
+    # ------------------------------------------------------------------------------------------------ projections
+    def project_spec(self) -> dict[str, Any]:
+        state = self.state
+        queues = {}
+        for q, qs in enumerate(state.queues):
+            pq = qs.pq
+            view: tuple[Any, ...] = (None if pq is None else (pq.dropped, tuple(sorted(pq.cached))), qs.pull_offset,
+                                     qs.memory_offset)
+            if self.cfg.lite:
+                view += (qs.assigned, qs.consume_offset, qs.seek)
+            queues[q] = view
+        return {
+            STORE: {q: (qs.store.min_offset, qs.store.max_offset, qs.store.data_from, qs.store.cq_from)
+                    for q, qs in enumerate(state.queues)},
+            COMMITTED: {q: qs.broker_offset for q, qs in enumerate(state.queues)},
+            RAW: {q: qs.raw_offset for q, qs in enumerate(state.queues) if not self.cfg.is_retry(q)},
+            REGISTERED: state.registered,
+            QUEUES: queues,
+            HELD: {q: sorted(r.offset for r in qs.requests if r.phase is spec.Phase.HELD)
+                   for q, qs in enumerate(state.queues)},
+            DELIVERED: self._spec_delivered(),
+            CACHE: list(state.cache),
+            STORED: {q: [(o, qs.store.tags[o], qs.store.times[o])
+                         for o in range(qs.store.first_readable, qs.store.max_offset)]
+                     for q, qs in enumerate(state.queues)},
+        }
+
+    def _spec_delivered(self) -> dict[int, list[int]]:
+        """The messages the spec consumed, and those the listener failed that are being sent back."""
+        out = {q: list(offsets) for q, offsets in self.spec_delivered.items()}
+        for q, offset in self.sent_back:
+            out.setdefault(q, []).append(offset)
+        return {q: sorted(offsets) for q, offsets in out.items()}
+
+    def project_system(self) -> dict[str, Any]:
+        assert self.cluster is not None
+        broker = self.cluster.broker(BROKER)
+        store = broker.store
+        consumer = self.consumer if self.state.running else None
+        stores, committed, raw, queues, held, stored = {}, {}, {}, {}, {}, {}
+        for q in range(self.cfg.queue_count):
+            mq = self._mq(q)
+            low, high, readable, first_file = store_view(store, mq.topic, mq.queue_id)
+            stores[q] = (low, high, readable, first_file)
+            stored[q] = [(offset, message.tags, store.message_store_timestamp(mq.topic, mq.queue_id, offset))
+                         for offset, phy, _size, _tags in store.queue_entries(mq.topic, mq.queue_id, low, high - low)
+                         if (message := store.look_message(phy)) is not None]
+            offset = broker.consumer_offsets.query(self.group, mq.topic, mq.queue_id)
+            committed[q] = None if offset < 0 else offset
+            if not self.cfg.is_retry(q):
+                offset = broker.consumer_offsets.query(RAW_GROUP, mq.topic, mq.queue_id)
+                raw[q] = None if offset < 0 else offset
+            queues[q] = self._consumer_view(consumer, mq)
+            held[q] = sorted(h.offset for h in broker.puller.hold.table.get((mq.topic, mq.queue_id), ())
+                             if h.channel.remote_addr == self.recorder.client_addr)
+        cache = [] if consumer is None or not self.cfg.lite else [
+            (self._queue(r.mq.topic, r.mq.queue_id), tuple(m.queue_offset for m in r.msgs)) for r in consumer.cache]
+        delivered = {q: sorted(offsets) for q, offsets in self.system_delivered.items()}
+        return {STORE: stores, COMMITTED: committed, RAW: raw, REGISTERED: self.recorder.registered,
+                QUEUES: queues, HELD: held, DELIVERED: delivered, CACHE: cache, STORED: stored}
+
+    def _consumer_view(self, consumer: Any, mq: MessageQueue) -> tuple[Any, ...]:
+        lite = self.cfg.lite
+        if consumer is None or consumer.offset_store is None:
+            return (None, None, None) + ((False, None, None) if lite else ())
+        memory = consumer.offset_store.table.get(mq)
+        pq = consumer.rebalance.process_queue_table.get(mq)
+        if not lite:
+            request = consumer._pull_requests.get(mq)
+            pull = request.next_offset if pq is not None and request is not None else None
+            return (None if pq is None else (pq.dropped, tuple(pq.msg_tree.keys())), pull, memory)
+        state = consumer.assigned.get(mq)
+        if state is not None:
+            pq = state.pq
+
+        def unset(value: int) -> int | None:
+            return None if value == -1 else value
+
+        view = (None if pq is None else (pq.dropped, tuple(pq.msg_tree.keys())),
+                unset(state.pull_offset) if state is not None else None, memory)
+        if state is None:
+            return (*view, False, None, None)
+        return (*view, True, unset(state.consume_offset), unset(state.seek_offset))
 
 
-def test_pull_correction_machine() -> None:
-    """The pull machine in the active profile (ci: 50 programs of 50 steps)."""
-    run_state_machine_as_test(PullCorrectionMachine, settings=stateful_settings(50, 50))
+test_pull_correction_machine = machine_test(PullCorrectionMachine, 80, 40)
 
 
-def run_program(machine: PullCorrectionMachine, *steps: tuple[str, dict[str, Any]]) -> PullCorrectionMachine:
-    """Run a fixed program on a configured machine, checking the invariant after every step."""
-    try:
-        machine.no_violation()
-        for name, args in steps:
-            getattr(machine, name)(**args)
-            machine.no_violation()
-    finally:
-        checked = dict(machine.checked)
-        machine.teardown()
-    machine.checked = checked
-    return machine
+# ---------------------------------------------------------------------------------------------------- mutants
+MUTANT_EXAMPLES, MUTANT_STEPS = 100, 30
+# Each breaks one rule of the implementation; the machine must find a failing program (and name the clause).
+MUTANTS = {
+    "too_small_corrected_to_the_request": (
+        store_reading, "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset,",
+        "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, offset,", ("PULL-3",)),
+    "overflow_badly_to_min": (
+        store_reading, "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset,",
+        "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, min_offset,", ("PULL-5",)),
+    "empty_queue_codes_swapped": (
+        pull_module, "ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND",
+        "ResponseCode.PULL_NOT_FOUND if header.queue_offset != 0 else ResponseCode.PULL_OFFSET_MOVED",
+        ("PULL-2", "PULL-10")),
+    "illegal_fix_increase_only": (
+        push_consumer_module, "self.offset_store.update_offset(mq, request.next_offset, False)",
+        "self.offset_store.update_offset(mq, request.next_offset, True)", ("PULL-22",)),
+    "fix_after_five_seconds": (
+        push_consumer_module, "self._task_later(OFFSET_ILLEGAL_REMOVE_DELAY_MS, fix, daemon=False)",
+        "self._task_later(OFFSET_ILLEGAL_REMOVE_DELAY_MS // 2, fix, daemon=False)", ("PULL-22",)),
+    "commit_flag_with_offset_zero": (
+        push_consumer_module, "commit_enable = commit_offset > 0", "commit_enable = commit_offset >= 0",
+        ("PULL-18",)),
+    "lite_pull_ignores_a_seek": (
+        lite_module, "            state.seek_offset = offset\n            task = PullTask(mq)",
+        "            task = PullTask(mq)", ("PULL-36", "PULL-31")),
+}
 
 
-def test_scripted_offset_beyond_max_is_corrected_back() -> None:
-    """A committed offset past the queue: OFFSET_OVERFLOW_BADLY, the drop, the fix 10 s later that moves the offset
-    back (increaseOnly = false), and the resume from the corrected offset (PULL-5, PULL-22, PULL-24)."""
-    machine = PullCorrectionMachine()
-    machine.configure("*", "CONSUME_FROM_FIRST_OFFSET", seed=1, start=True)
-    run_program(machine,
-                ("send", {"queue_id": 0, "tags": ["A", "B", "C"]}),
-                ("advance", {"ms": 1_000}),
-                ("reset_offset", {"queue_id": 0, "where": "beyond_max", "delta": 4}),
-                ("advance", {"ms": OFFSET_ILLEGAL_REMOVE_DELAY_MS}),
-                ("advance", {"ms": 20_000}),
-                ("send", {"queue_id": 0, "tags": ["A"]}),
-                ("advance", {"ms": 1_000}))
-    assert machine.checked["fixes"] >= 1 and machine.checked["resumes"] >= 3
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_mutant_is_caught(name: str) -> None:
+    module, old, new, clauses = MUTANTS[name]
+    variant_caught(PullCorrectionMachine, module, old, new, clauses, examples=MUTANT_EXAMPLES, steps=MUTANT_STEPS)
 
 
-def test_scripted_consumer_behind_deleted_data_is_corrected_forward() -> None:
-    """A paused consumer falls behind data that is deleted: OFFSET_TOO_SMALL on resume, the fix to min, the resume
-    (PULL-3, PULL-22, PULL-24); raw pulls meet the removed entries and an illegal queue id (PULL-6, PULL-9, PULL-16)."""
-    machine = PullCorrectionMachine()
-    machine.configure("A || B", "CONSUME_FROM_FIRST_OFFSET", seed=2, start=True)
-    backlog = [("send", {"queue_id": q, "tags": ["A", "C", "B", "A", "C"]}) for q in (0, 1, 0, 1, 0, 1)]
-    run_program(machine,
-                ("advance", {"ms": 1_000}),
-                ("pause_consumer", {"pause": True}),
-                *backlog,
-                ("delete_old_data", {"segments": 2}),
-                ("raw_pull", {"queue_id": 0, "where": "below_min", "delta": 0, "expression": "C", "max_msgs": 2,
-                              "suspend": False, "commit": True}),
-                ("raw_pull", {"queue_id": 1, "where": "in_range", "delta": 3, "expression": "*", "max_msgs": 32,
-                              "suspend": True, "commit": False}),
-                ("raw_pull", {"queue_id": 2, "where": "zero", "delta": 0, "expression": "*", "max_msgs": 1,
-                              "suspend": False, "commit": False}),
-                ("pause_consumer", {"pause": False}),
-                ("advance", {"ms": OFFSET_ILLEGAL_REMOVE_DELAY_MS}),
-                ("advance", {"ms": 20_000}))
-    assert machine.checked["fixes"] >= 1 and machine.checked["prechecks"] >= 1
+# ------------------------------------------------------------------------------------------ configuration variants
+# For each dimension the machine draws, a broken copy that only a non-default value of it reveals: the machine catches
+# it, and the machine with that dimension pinned to its default does not (slow: two searches each).
+VARIANTS = {
+    "consumer.pullBatchSize": (
+        push_consumer_module, "offset, self.config.pull_batch_size, sys_flag, commit_offset,",
+        "offset, 32, sys_flag, commit_offset,", ("PULL-8",)),
+    "consumer.kind": (
+        lite_module, "                    state.pull_offset = result.next_begin_offset",
+        "                    state.pull_offset = result.next_begin_offset if result.status is not "
+        "PullStatus.OFFSET_ILLEGAL else state.pull_offset", ("PULL-32",)),
+    "consumer.consumeFromWhere": (
+        store_reading, "            return right\n        if right_time == -1:",
+        "            return right + 1\n        if right_time == -1:", ("PULL-28", "PULL-30")),
+    "topic.queueNums": (
+        pull_module, "if header.queue_id < 0 or header.queue_id >= topic_config.read_queue_nums:",
+        "if header.queue_id < 0 or header.queue_id >= topic_config.write_queue_nums:", ("PULL-16",)),
+    "topic.perm": (
+        pull_module, "        if not topic_config.perm & PERM_READ:", "        if False:", ("PULL-16",)),
+    "broker.flushDiskType": (
+        flush_module, "        if not self._group_commit:\n            self._flush_commit_log()",
+        "        if not self._group_commit:\n            pass", ("PULL-42",)),
+}
 
 
-# ------------------------------------------------------------------------------------------------------------ mutants
+def test_every_dimension_has_a_variant() -> None:
+    assert set(VARIANTS) == set(PullCorrectionMachine.DIMENSIONS)
 
 
-def test_mutant_too_small_corrected_wrong_is_caught() -> None:
-    """OFFSET_TOO_SMALL corrected to the requested offset instead of min (PULL-3)."""
-    with refimpl_mutant(store_reading, "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset,",
-                        "GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, offset,"):
-        failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
-    assert "PULL-3" in str(failure)
-
-
-def test_mutant_overflow_badly_to_min_is_caught() -> None:
-    """OFFSET_OVERFLOW_BADLY corrected to min (the 4.9.3 rule for min == 0, applied always) (PULL-5)."""
-    with refimpl_mutant(store_reading, "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset,",
-                        "GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, min_offset,"):
-        failure = hypothesis_finds_failure(PullCorrectionMachine, 60, 30)
-    assert "PULL-5" in str(failure)
-
-
-def test_mutant_status_code_mapping_swapped_is_caught() -> None:
-    """An empty queue answers PULL_NOT_FOUND off offset 0 and PULL_OFFSET_MOVED at 0 (PULL-10)."""
-    with refimpl_mutant(pull_module,
-                        "ResponseCode.PULL_OFFSET_MOVED if header.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND",
-                        "ResponseCode.PULL_NOT_FOUND if header.queue_offset != 0 else ResponseCode.PULL_OFFSET_MOVED"
-                        ):
-        failure = hypothesis_finds_failure(PullCorrectionMachine, 40, 30)
-    assert "PULL-10" in str(failure) or "PULL-13" in str(failure)
-
-
-def test_mutant_illegal_fix_increase_only_is_caught() -> None:
-    """The OFFSET_ILLEGAL fix stored with increaseOnly = true (PULL-22)."""
-    with refimpl_mutant(push_consumer_module, "self.offset_store.update_offset(mq, request.next_offset, False)",
-                        "self.offset_store.update_offset(mq, request.next_offset, True)"):
-        failure = hypothesis_finds_failure(PullCorrectionMachine, 60, 40)
-    assert "PULL-22" in str(failure)
+@pytest.mark.slow
+@pytest.mark.parametrize("dimension", sorted(VARIANTS))
+def test_variant_needs_a_non_default_configuration(dimension: str) -> None:
+    module, old, new, clauses = VARIANTS[dimension]
+    variant_needs(PullCorrectionMachine, dimension, module, old, new, clauses, examples=MUTANT_EXAMPLES,
+                  steps=MUTANT_STEPS)

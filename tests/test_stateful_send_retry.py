@@ -1,11 +1,11 @@
 """Lockstep: the send_retry spec (SEND-*) drives the reference implementation's producer.
 
 Each run draws its configuration (``tests/dimensions.py``): 1-3 brokers, the topic's read and write queue counts and
-permission, and the producer's retryTimesWhenSendFailed, retryTimesWhenSendAsyncFailed,
-retryAnotherBrokerWhenNotStoreOK, sendLatencyFaultEnable and sendMsgTimeout; the random starts of the round-robin
-counters are drawn too. Rules send in SYNC, ASYNC and ONEWAY mode (``NewSend``, with ``TimePasses`` for the time since
-the last send, driven through the spec), inject faults per broker or on all of them (error codes retried or not,
-non-OK SendStatus answers, lost requests and responses, delays that reach the latency table or the budget, closed
+permission, the producer's retryTimesWhenSendFailed, retryTimesWhenSendAsyncFailed, retryAnotherBrokerWhenNotStoreOK,
+sendLatencyFaultEnable and sendMsgTimeout, and the client namespace; the random starts of the round-robin counters
+are drawn too. Rules send in SYNC, ASYNC and ONEWAY mode (``NewSend``, with ``TimePasses`` for the time since the
+last send, driven through the spec), inject faults per broker or on all of them (error codes retried or not, non-OK
+SendStatus answers, lost requests and responses, delays that reach the latency table or the budget, closed
 connections) and let time pass.
 
 The producer's ``SendAttempt`` and ``SendResultEvent`` events are observed as ``SelectQueue`` / ``AttemptAnswered`` /
@@ -13,7 +13,9 @@ The producer's ``SendAttempt`` and ``SendResultEvent`` events are observed as ``
 the selector may pick, SEND-12, SEND-13, SEND-17, SEND-18; no attempt after the send ended, SEND-1, SEND-21), at the
 time the spec expects (SEND-2). After each send the spec's outcome must be what the caller got (SEND-3..10), and the
 projections must agree: the round-robin counter, whichItemWorst and the fault table (SEND-11, SEND-14, SEND-15,
-SEND-16, SEND-18, SEND-19). The spec state carries over from one send to the next (SEND-20); the mode is the send's.
+SEND-16, SEND-18, SEND-19), and so must the topic the producer routes and the brokers store the messages under: the
+message topic wrapped in the namespace (SEND-25, SEND-26), while each SendResult names it unwrapped. The spec state
+carries over from one send to the next (SEND-20); the mode is the send's.
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ ODD_TOPICS = (TOPIC, "", " \t", "\u00a0", "a" * 128, "\U0001F600" * 64, "a b", "
 COUNTER = "round-robin counter (SEND-11, SEND-12, SEND-13, SEND-17)"
 WORST = "whichItemWorst (SEND-18)"
 FAULTS = "fault table: latency, start - now (SEND-14, SEND-15, SEND-16, SEND-19)"
+STORED = "topics the producer routes and the brokers store messages under (SEND-25, SEND-26)"
 # Random starts of ThreadLocalIndex chosen like a seed, including the wrap-around of SEND-11.
 COUNTER_STARTS = st.one_of(st.integers(0, 40), st.sampled_from([2**31 - 3, 2**31 - 2, 2**31 - 1]))
 
@@ -128,7 +131,8 @@ class SendRetryMachine(LockstepMachine):
     TABLE = spec.TRANSITIONS
     DIMENSIONS = ("topology.brokers", "topic.queueNums", "topic.perm", "producer.retryTimesWhenSendFailed",
                   "producer.retryTimesWhenSendAsyncFailed", "producer.retryAnotherBrokerWhenNotStoreOK",
-                  "producer.sendLatencyFaultEnable", "producer.sendMsgTimeout", "producer.maxMessageSize")
+                  "producer.sendLatencyFaultEnable", "producer.sendMsgTimeout", "producer.maxMessageSize",
+                  "client.namespace")
     # A read-only topic (no queue: every send fails at once, SEND-23) is drawn less often than the writable ones.
     VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {
         "topic.perm": st.sampled_from((DEFAULT_PERM, DEFAULT_PERM, 2, 4))}
@@ -148,8 +152,12 @@ class SendRetryMachine(LockstepMachine):
         queue selection's ThreadLocalIndex and whichItemWorst) are drawn too."""
         brokers = config["topology.brokers"]
         read_queues, write_queues = config["topic.queueNums"]
+        namespace = config["client.namespace"]
+        # The brokers know the topic under the namespace (SEND-25): the topic every request names (SEND-26).
+        self.topic = spec.wrap_namespace(namespace, TOPIC)
         self.cluster = Cluster(brokers=brokers, clock="simulated", wire_codec="json", seed=11, keep_events=True)
-        self.cluster.create_topic(TOPIC, read_queues=read_queues, write_queues=write_queues, perm=config["topic.perm"])
+        self.cluster.create_topic(self.topic, read_queues=read_queues, write_queues=write_queues,
+                                  perm=config["topic.perm"])
         self.statuses = {name: StatusAnswers(b) for name, b in self.cluster.brokers.items()}
         self.names = sorted(self.cluster.brokers)
         self.counter_start = data.draw(COUNTER_STARTS, label="round-robin start")
@@ -159,7 +167,8 @@ class SendRetryMachine(LockstepMachine):
             retry_times_when_send_failed=config["producer.retryTimesWhenSendFailed"],
             retry_times_when_send_async_failed=config["producer.retryTimesWhenSendAsyncFailed"],
             retry_another_broker_when_not_store_ok=config["producer.retryAnotherBrokerWhenNotStoreOK"],
-            send_msg_timeout_ms=config["producer.sendMsgTimeout"], max_message_size=config["producer.maxMessageSize"])
+            send_msg_timeout_ms=config["producer.sendMsgTimeout"], max_message_size=config["producer.maxMessageSize"],
+            namespace=namespace)
         queue_datas = tuple(spec.QueueData(name, write_queues, config["topic.perm"]) for name in self.names)
         expected = spec.publish_queues(TOPIC, queue_datas, frozenset(self.names))
         route = self.producer.fetch_publish_queues(TOPIC)
@@ -169,7 +178,7 @@ class SendRetryMachine(LockstepMachine):
             config["producer.retryAnotherBrokerWhenNotStoreOK"], timeout_ms=config["producer.sendMsgTimeout"],
             retry_times=config["producer.retryTimesWhenSendFailed"],
             async_retry_times=config["producer.retryTimesWhenSendAsyncFailed"], queue_datas=queue_datas,
-            max_message_size=config["producer.maxMessageSize"],
+            max_message_size=config["producer.maxMessageSize"], namespace=namespace,
         )
         self.producer.fault_strategy.tolerance.which_item_worst.value = worst_start
         self._sync_info()
@@ -180,7 +189,7 @@ class SendRetryMachine(LockstepMachine):
 
     def _sync_info(self) -> None:
         """Take the producer's TopicPublishInfo; a new one (a new route) starts its counter afresh (SEND-11)."""
-        info = self.producer.publish_info[TOPIC]
+        info = self.producer.publish_info[self.topic]
         if info is not self.info:
             if info.index.value is None:
                 info.index.value = self.counter_start
@@ -366,6 +375,10 @@ class SendRetryMachine(LockstepMachine):
     def _select(self, mode: CommunicationMode, event: SendAttempt) -> None:
         state = self.state
         allowed = spec.selections(state)
+        wire = spec.wire_topic(state.config, TOPIC)
+        if event.topic != wire:
+            self.fail(f"SEND-26: attempt {event.attempt} sends topic {event.topic!r}; the spec sends {wire!r} "
+                      f"(namespace {state.config.namespace!r})")
         if mode is CommunicationMode.ASYNC and state.attempts > 0:
             # The callback resends the first request: only the broker shows (SEND-8).
             if event.queue_id != state.first_queue_id:
@@ -377,7 +390,7 @@ class SendRetryMachine(LockstepMachine):
                           f"{sorted({s.queue.broker_name for s in allowed})} (last broker {state.last})")
             queue = min(matching, key=lambda s: s.queue).queue
         else:
-            queue = MessageQueue(TOPIC, event.broker, event.queue_id)
+            queue = MessageQueue(event.topic, event.broker, event.queue_id)
             if not any(s.queue == queue for s in allowed):
                 self.fail(f"SEND-12/SEND-13/SEND-17/SEND-18: attempt {event.attempt} chose {queue}; the selector "
                           f"allows {sorted(s.queue for s in allowed)} (counter {state.counter}, last {state.last}, "
@@ -403,7 +416,18 @@ class SendRetryMachine(LockstepMachine):
             COUNTER: state.counter,
             WORST: state.worst_counter,
             FAULTS: {i.broker_name: (i.latency_ms, i.start_ms - state.now_ms) for i in state.faults},
+            STORED: [spec.wire_topic(state.config, TOPIC)],
         }
+
+    def _stored_topics(self) -> set[str]:
+        """The topics the producer holds routes of (its createTopicKey aside) and those any broker stores a message
+        in: the machine sends to one topic, so both are that one."""
+        assert self.cluster is not None
+        topics = set(self.producer.publish_info) - {self.producer.config.create_topic_key}
+        for broker in self.cluster.brokers.values():
+            store = broker.store
+            topics |= {t for t in store.topics() for q in store.queue_ids(t) if store.max_offset(t, q) > 0}
+        return topics
 
     def project_system(self) -> dict[str, Any]:
         tolerance = self.producer.fault_strategy.tolerance
@@ -412,6 +436,7 @@ class SendRetryMachine(LockstepMachine):
             COUNTER: self.info.index.value,
             WORST: tolerance.which_item_worst.value,
             FAULTS: {n: (i.current_latency, i.start_timestamp - now) for n, i in tolerance.items.items()},
+            STORED: sorted(self._stored_topics()),
         }
 
     @precondition(lambda self: self.cluster is not None)
@@ -432,6 +457,8 @@ def _outcome_problem(state: spec.SendState, sent: Sent) -> str:
         if sent.mode is CommunicationMode.ONEWAY:
             return "" if sent.value is None else f"SEND-9: {where}"
         ok = sent.value is not None and sent.value.status is out.status
+        if ok and sent.value.queue.topic != spec.result_topic(state):
+            return f"SEND-26: the SendResult names topic {sent.value.queue.topic!r}, spec {spec.result_topic(state)!r}"
         return "" if ok else f"SEND-5/SEND-6: {where}"
     if error is None:
         return f"SEND-4/SEND-10: {where}"
@@ -466,7 +493,7 @@ test_send_retry_machine = machine_test(SendRetryMachine, 80, 40)
 
 
 # ---------------------------------------------------------------------------------------------------- mutants
-MUTANT_EXAMPLES, MUTANT_STEPS = 100, 30
+MUTANT_EXAMPLES, MUTANT_STEPS = 200, 30
 # A variant needs its dimension's non-default value and the rule that reveals it in one program: a wider search.
 VARIANT_EXAMPLES = 250
 # Each breaks one rule of the implementation; the machine must find a failing program (and name the clause).
@@ -535,6 +562,9 @@ VARIANTS = {
         "MQFaultStrategy(self.runtime, enabled=False,", ("SEND-14", "SEND-17")),
     "producer.maxMessageSize": (
         validators_module, "    if len(body) > max_message_size:", "    if len(body) > 4 * 1024 * 1024:", ("SEND-24",)),
+    "client.namespace": (
+        producer_module, "topic = self.instance.config.without_namespace(out.topic)", "topic = out.topic",
+        ("SEND-26",)),
     "producer.sendMsgTimeout": (
         producer_module, "return self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms",
         "return 3000 if timeout_ms is None else timeout_ms", ("SEND-2", "SEND-3")),

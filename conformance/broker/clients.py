@@ -334,3 +334,56 @@ def unregister_acts_on_its_connection(ctx: BrokerContext) -> None:
     ctx.expect_code(second.request(requests.unregister_client(client_id, consumer_group=group)), ResponseCode.SUCCESS,
                     f"UNREGISTER_CLIENT {client_id} on its second connection")
     ctx.expect_equal(_consumer_ids(ctx, third, group), [client_id], "consumerIdList after that")
+
+
+# ---------------------------------------------------------------------------------------- producer tables (BRK-29)
+def producer_ids(ctx: BrokerContext, client: WireClient, group: str) -> list[str] | None:
+    """The client ids of GET_PRODUCER_CONNECTION_LIST for ``group``; None when it answers the group does not exist."""
+    answer = client.request(requests.producer_connection_list(group))
+    if answer.code == ResponseCode.SYSTEM_ERROR:
+        ctx.expect_equal(answer.remark, f"the producer group[{group}] not exist", "remark")
+        return None
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_PRODUCER_CONNECTION_LIST {group}")
+    return sorted(c.get("clientId") for c in (requests.json_body(answer) or {}).get("connectionSet") or [])
+
+
+def producer_info(ctx: BrokerContext, client: WireClient, group: str) -> list[str] | None:
+    answer = client.request(requests.all_producer_info())
+    ctx.expect_code(answer, ResponseCode.SUCCESS, "GET_ALL_PRODUCER_INFO")
+    data = (requests.json_body(answer) or {}).get("data") or {}
+    if group not in data:
+        return None
+    return sorted(p.get("clientId") for p in data[group] or [])
+
+
+@cases.case("producer-registrations", clauses=("BRK-29", "BRK-15"),
+            requirement="producer heartbeats are listed by GET_PRODUCER_CONNECTION_LIST and GET_ALL_PRODUCER_INFO; "
+                        "UNREGISTER_CLIENT of the last one drops the group, a closed connection leaves it empty")
+def producer_registrations(ctx: BrokerContext) -> None:
+    """BRK-29: a group never registered is SYSTEM_ERROR "the producer group[<g>] not exist"; two producers' heartbeats
+    list both client ids in both answers; UNREGISTER_CLIENT of one leaves the other, of the last one drops the group
+    (not exist again); in a second group, a producer whose connection closes leaves the group with no connection."""
+    group, closing_group = ctx.name("pgroup"), ctx.name("pgroup")
+    reader = ctx.broker(0)
+    ctx.expect_equal(producer_ids(ctx, reader, group), None, f"producer connections of {group} before any heartbeat")
+    clients = {new_client_id(ctx, "p"): ctx.broker(0) for _ in range(2)}
+    for client_id, client in clients.items():
+        ctx.expect_code(client.request(requests.heartbeat(client_id, producer_groups=[group])), ResponseCode.SUCCESS,
+                        f"HEART_BEAT of producer {client_id}")
+    ids = sorted(clients)
+    ctx.expect_equal(producer_ids(ctx, reader, group), ids, f"producer connections of {group}")
+    ctx.expect_equal(producer_info(ctx, reader, group), ids, f"GET_ALL_PRODUCER_INFO's {group}")
+    for index, (client_id, client) in enumerate(clients.items()):
+        ctx.expect_code(client.request(requests.unregister_client(client_id, producer_group=group)),
+                        ResponseCode.SUCCESS, f"UNREGISTER_CLIENT {client_id} from {group}")
+        left = sorted(list(clients)[index + 1:])
+        ctx.expect_equal(producer_ids(ctx, reader, group), left or None,
+                         f"producer connections of {group} after unregistering {index + 1}")
+    ctx.expect_equal(producer_info(ctx, reader, group), None, f"GET_ALL_PRODUCER_INFO's {group} once emptied")
+    closing = ctx.broker(0)
+    closing_id = new_client_id(ctx, "p")
+    ctx.expect_code(closing.request(requests.heartbeat(closing_id, producer_groups=[closing_group])),
+                    ResponseCode.SUCCESS, f"HEART_BEAT of producer {closing_id}")
+    closing.close()
+    ctx.wait_until(lambda: producer_ids(ctx, reader, closing_group) == [], CHANGE_WAIT_S,
+                   what=f"{closing_group} left without connections (and kept) after the connection closed")

@@ -37,7 +37,7 @@ def new_client_id(ctx: BrokerContext, role: str) -> str:
 
 
 def consumer_heartbeat(ctx: BrokerContext, client: WireClient, group: str, subscription: dict[str, object], what: str,
-                       **options: str) -> None:
+                       **options: Any) -> None:
     """HEART_BEAT registering the suite's consumer of ``group`` with one subscription on ``client``; SUCCESS."""
     answer = client.request(requests.heartbeat(f"{requests.SUITE_CLIENT_ID}-{group}",
                                                consumer_groups={group: [subscription]}, **options))

@@ -7,8 +7,9 @@ unregisters it (and closes its connection, which a name server also treats as th
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -19,10 +20,17 @@ from rocketspec.conformance.model import CaseList, Level
 from rocketspec.conformance.wire import ConnectionClosed, Unreachable, WireClient
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import (
+    AUTO_CREATE_TOPIC_KEY,
     BROKER_CHANNEL_EXPIRED_MS,
     DEFAULT_PERM,
+    NAMESPACE_ORDER_TOPIC_CONFIG,
     NAMESRV_SCAN_INTERVAL_MS,
+    PERM_INHERIT,
     PERM_READ,
+    TOPIC_SYS_FLAG_UNIT,
+    TOPIC_SYS_FLAG_UNIT_SUB,
+    VERSION_V4_9_4,
+    RequestCode,
     ResponseCode,
 )
 
@@ -48,11 +56,12 @@ class FakeBroker:
         self.registered: dict[int, str] = {}
 
     def register(self, topics: Mapping[str, Mapping[str, object]] | None = None, *, broker_id: int = 0,
-                 addr: str | None = None, ha_addr: str | None = None, data_version: int = 1) -> Any:
+                 addr: str | None = None, ha_addr: str | None = None, data_version: int = 1,
+                 filter_servers: Sequence[str] = ()) -> Any:
         self.registered[broker_id] = addr or self.addr
         answer = self.client.request(requests.register_broker(
             self.cluster, self.name, addr or self.addr, broker_id, topics=topics, ha_addr=ha_addr,
-            data_version=data_version))
+            data_version=data_version, filter_servers=filter_servers))
         self.ctx.expect_code(answer, ResponseCode.SUCCESS, f"REGISTER_BROKER {self.name} (id {broker_id})")
         return answer
 
@@ -392,3 +401,245 @@ def unknown_code_not_answered(ctx: BrokerContext) -> None:
                "" if answer is None else answer_text(answer))
     route = namesrv.request(requests.route(ctx.name("absent")))
     ctx.expect_code(route, ResponseCode.TOPIC_NOT_EXIST, "GET_ROUTEINFO_BY_TOPIC on the same connection")
+
+
+# ------------------------------------------------------------------------------------ route body forms (NS-11)
+def strict_json(answer: RemotingCommand) -> Any:
+    """The body read as standard JSON (None when it is not)."""
+    try:
+        return json.loads((answer.body or b"").decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+@cases.case("route-standard-json", clauses=("NS-11", "NS-2"),
+            requirement="a route answer to a V4_9_4+ request, or one with acceptStandardJsonOnly, is standard JSON "
+                        "carrying the same route")
+def route_standard_json(ctx: BrokerContext) -> None:
+    """NS-11: a request at version V4_9_4 or later, and an older one with acceptStandardJsonOnly=true, get a body
+    that is standard JSON (quoted broker-id keys, pure ASCII); every form read leniently is the same route."""
+    topic = ctx.topic(queues=2)
+    namesrv = ctx.namesrv()
+    forms = {"4.9.8 request": namesrv.request(requests.route(topic)),
+             "V4_9_4 request": namesrv.request(requests.route(topic, version=VERSION_V4_9_4)),
+             "version 0 with acceptStandardJsonOnly": namesrv.request(
+                 requests.route(topic, version=0, accept_standard_json=True))}
+    routes = []
+    for what, answer in forms.items():
+        ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_ROUTEINFO_BY_TOPIC {topic} ({what})")
+        ctx.expect(strict_json(answer) is not None, f"a standard JSON route body ({what})",
+                   repr((answer.body or b"")[:200]))
+        ctx.expect((answer.body or b"").isascii(), f"a pure-ASCII body ({what})", "non-ASCII bytes")
+        routes.append(requests.json_body(answer))
+    old = namesrv.request(requests.route(topic, version=0))
+    ctx.expect_code(old, ResponseCode.SUCCESS, f"GET_ROUTEINFO_BY_TOPIC {topic} (version 0)")
+    routes.append(requests.json_body(old))
+    ctx.expect(all(r == routes[0] for r in routes), "every form carries the same route",
+               f"{len({json.dumps(r, sort_keys=True) for r in routes})} different routes")
+
+
+@cases.case("route-fastjson-form-for-old-clients", clauses=("NS-11",), level=Level.SHOULD,
+            requirement="a route answer to a request older than V4_9_4 is fastjson's form: broker ids as bare numbers")
+def route_fastjson_form_for_old_clients(ctx: BrokerContext) -> None:
+    """NS-11 (4.9.8 form): without acceptStandardJsonOnly, a request at version 0 gets
+    ``"brokerAddrs":{0:"<addr>"}``, which standard JSON does not read (fastjson and the lenient reader do)."""
+    topic = ctx.topic(queues=1, brokers=[0])
+    answer = ctx.namesrv().request(requests.route(topic, version=0))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_ROUTEINFO_BY_TOPIC {topic} (version 0)")
+    body = (answer.body or b"").decode("utf-8", "replace")
+    ctx.expect('{0:"' in body, 'brokerAddrs with a bare 0 key ({0:"<addr>"})', repr(body[:200]))
+
+
+# ------------------------------------------------------------------------------------------ filter servers (NS-12)
+def filter_table(ctx: BrokerContext, topic: str) -> dict[str, Any]:
+    answer = ctx.namesrv().request(requests.route(topic))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_ROUTEINFO_BY_TOPIC {topic}")
+    table: dict[str, Any] = (requests.json_body(answer) or {}).get("filterServerTable") or {}
+    return {k: v for k, v in table.items() if v}
+
+
+@cases.case("register-filter-servers", clauses=("NS-12", "NS-1"),
+            requirement="a registration's filterServerList is its address's filter servers in the route; an empty "
+                        "list removes them")
+def register_filter_servers(ctx: BrokerContext) -> None:
+    """NS-12: a fake master registering two filter servers is routed with filterServerTable {addr: [both]}; a
+    registration with other servers replaces them; one with an empty list leaves no filter servers."""
+    topic = ctx.name("fakefilter")
+    first = [f"{FAKE_HOST}:{FAKE_PORT_BASE + 4}", f"{FAKE_HOST}:{FAKE_PORT_BASE + 5}"]
+    second = [f"{FAKE_HOST}:{FAKE_PORT_BASE + 6}"]
+    with fake_broker(ctx) as fake:
+        fake.register({topic: {}}, filter_servers=first)
+        ctx.expect_equal(filter_table(ctx, topic), {fake.addr: first}, "filterServerTable")
+        fake.register({topic: {}}, filter_servers=second, data_version=2)
+        ctx.expect_equal(filter_table(ctx, topic), {fake.addr: second}, "filterServerTable after a new list")
+        fake.register({topic: {}}, data_version=3)
+        ctx.expect_equal(filter_table(ctx, topic), {}, "filterServerTable after an empty list")
+
+
+# ------------------------------------------------------------------------------------------ data versions (NS-13)
+@cases.case("query-data-version", clauses=("NS-13",),
+            requirement="QUERY_DATA_VERSION answers changed=false only for the DataVersion a live address registered, "
+                        "with the name server's DataVersion in the body")
+def query_data_version(ctx: BrokerContext) -> None:
+    """NS-13: after a registration with DataVersion (7, 7), QUERY_DATA_VERSION with that version answers
+    changed=false and the body (7, 7); with another version changed=true and the same body; for an address that is
+    not live changed=true and no body; a body that is not a DataVersion is SYSTEM_ERROR."""
+    namesrv = ctx.namesrv()
+    with fake_broker(ctx) as fake:
+        fake.register({}, data_version=7)
+
+        def ask(version: bytes, addr: str = fake.addr) -> RemotingCommand:
+            return namesrv.request(requests.query_data_version(fake.cluster, fake.name, addr, 0, version))
+
+        def held(answer: RemotingCommand) -> object:
+            body = requests.json_body(answer) or {}
+            return (body.get("timestamp"), body.get("counter")) if isinstance(body, dict) else body
+
+        same = ask(requests.data_version_body(7, 7))
+        ctx.expect_code(same, ResponseCode.SUCCESS, "QUERY_DATA_VERSION with the registered version")
+        ctx.expect_equal(same.field("changed"), "false", "changed (the registered version)")
+        ctx.expect_equal(held(same), (7, 7), "the DataVersion in the body")
+        other = ask(requests.data_version_body(8, 8))
+        ctx.expect_code(other, ResponseCode.SUCCESS, "QUERY_DATA_VERSION with another version")
+        ctx.expect_equal(other.field("changed"), "true", "changed (another version)")
+        ctx.expect_equal(held(other), (7, 7), "the DataVersion in the body")
+        gone = ask(requests.data_version_body(7, 7), f"{FAKE_HOST}:{FAKE_PORT_BASE + 7}")
+        ctx.expect_code(gone, ResponseCode.SUCCESS, "QUERY_DATA_VERSION for an address not registered")
+        ctx.expect_equal((gone.field("changed"), gone.body or None), ("true", None), "(changed, body)")
+        bad = ask(b"not a data version")
+        ctx.expect_code(bad, ResponseCode.SYSTEM_ERROR, "QUERY_DATA_VERSION with a body that does not decode")
+
+
+# ----------------------------------------------------------------------------------------- topic lists (NS-14)
+def listed_topics(ctx: BrokerContext, request: RemotingCommand, what: str) -> tuple[set[str], Any]:
+    answer = ctx.namesrv().request(request)
+    ctx.expect_code(answer, ResponseCode.SUCCESS, what)
+    body = requests.json_body(answer) or {}
+    return set(body.get("topicList") or []), body.get("brokerAddr")
+
+
+@cases.case("topic-lists", clauses=("NS-14",),
+            requirement="GET_TOPICS_BY_CLUSTER, GET_SYSTEM_TOPIC_LIST_FROM_NS and the unit topic lists answer the "
+                        "topics their flags and cluster select")
+def topic_lists(ctx: BrokerContext) -> None:
+    """NS-14: a fake master registers four topics with topicSysFlag 0, UNIT, UNIT_SUB and both: its cluster's
+    topics are exactly those four (an unknown cluster has none); the system topic list names the fake cluster and
+    broker with some registered address; GET_UNIT_TOPIC_LIST holds the UNIT ones, GET_HAS_UNIT_SUB_TOPIC_LIST the
+    UNIT_SUB ones and GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST the one with UNIT_SUB only."""
+    flags = {"plain": 0, "unit": TOPIC_SYS_FLAG_UNIT, "unitsub": TOPIC_SYS_FLAG_UNIT_SUB,
+             "both": TOPIC_SYS_FLAG_UNIT | TOPIC_SYS_FLAG_UNIT_SUB}
+    topics = {kind: ctx.name(f"fake{kind}") for kind in flags}
+    with fake_broker(ctx) as fake:
+        fake.register({topics[kind]: {"topicSysFlag": flag} for kind, flag in flags.items()})
+        mine = set(topics.values())
+        listed, _ = listed_topics(ctx, requests.topics_by_cluster(fake.cluster),
+                                  f"GET_TOPICS_BY_CLUSTER {fake.cluster}")
+        ctx.expect_equal(listed, mine, f"topics of cluster {fake.cluster}")
+        unknown = ctx.name("nocluster")
+        listed, _ = listed_topics(ctx, requests.topics_by_cluster(unknown), f"GET_TOPICS_BY_CLUSTER {unknown}")
+        ctx.expect_equal(listed, set(), f"topics of the unknown cluster {unknown}")
+        listed, addr = listed_topics(ctx, requests.topic_list_request(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS),
+                                  "GET_SYSTEM_TOPIC_LIST_FROM_NS")
+        ctx.expect({fake.cluster, fake.name} <= listed, f"{fake.cluster} and {fake.name} in the system topic list",
+                   f"{sorted(listed)[:20]}")
+        addrs = {str(a) for data in (cluster_info(ctx).get("brokerAddrTable") or {}).values()
+                 for a in (data.get("brokerAddrs") or {}).values()}
+        ctx.expect(addr in addrs, "brokerAddr: the address of a registered broker", repr(addr))
+        expected = {RequestCode.GET_UNIT_TOPIC_LIST: {topics["unit"], topics["both"]},
+                    RequestCode.GET_HAS_UNIT_SUB_TOPIC_LIST: {topics["unitsub"], topics["both"]},
+                    RequestCode.GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST: {topics["unitsub"]}}
+        for code, want in expected.items():
+            name = RequestCode(code).name
+            listed, _ = listed_topics(ctx, requests.topic_list_request(code), name)
+            ctx.expect_equal(listed & mine, want, f"the fake broker's topics in {name}")
+
+
+# ----------------------------------------------------------------------------------- name server config (NS-15)
+def namesrv_settings(ctx: BrokerContext, client: WireClient) -> dict[str, str]:
+    answer = client.request(requests.namesrv_config())
+    ctx.expect_code(answer, ResponseCode.SUCCESS, "GET_NAMESRV_CONFIG")
+    return requests.properties_body(answer)
+
+
+@cases.case("namesrv-config", clauses=("NS-15", "NS-7"),
+            requirement="GET_NAMESRV_CONFIG answers the configuration; UPDATE_NAMESRV_CONFIG refuses the black list "
+                        "and sets known keys, orderMessageEnable taking effect on the next route")
+def namesrv_config(ctx: BrokerContext) -> None:
+    """NS-15: the configuration lists listenPort (the name server's port) and configBlackList; an update naming
+    configStorePath answers NO_PERMISSION "Can not update config in black list." and changes nothing else in the
+    body; an update of clusterTest to "TRUE" reads back true, an integer that does not parse is ignored; with
+    orderMessageEnable=true a topic's ORDER_TOPIC_CONFIG entry is its route's orderTopicConf (NS-7). Every value
+    changed is restored in a finally block, on a fresh connection."""
+    client = ctx.namesrv()
+    before = namesrv_settings(ctx, client)
+    port = ctx.target.namesrv.rpartition(":")[2]
+    ctx.expect_equal(before.get("listenPort"), port, "listenPort")
+    ctx.expect("configBlackList" in before and "orderMessageEnable" in before and "clusterTest" in before,
+               "configBlackList, orderMessageEnable and clusterTest listed", f"keys {sorted(before)}")
+    if before.get("orderMessageEnable") != "false" or before.get("clusterTest") != "false":
+        ctx.skip("the name server runs with orderMessageEnable or clusterTest on; the case sets and restores them "
+                 "from off")
+    idle = before.get("serverChannelMaxIdleTimeSeconds")
+    refused = client.request(requests.update_namesrv_config({"clusterTest": "true", "configStorePath": "/tmp/x"}))
+    ctx.expect_code(refused, ResponseCode.NO_PERMISSION, "UPDATE_NAMESRV_CONFIG naming configStorePath")
+    ctx.expect_equal(refused.remark, "Can not update config in black list.", "remark")
+    ctx.expect_equal(namesrv_settings(ctx, client).get("clusterTest"), "false", "clusterTest after the refusal")
+    topic = ctx.topic(queues=1, brokers=[0])
+    conf = f"{ctx.brokers[0].name}:1"
+    try:
+        answer = client.request(requests.update_namesrv_config(
+            {"clusterTest": "TRUE", "serverChannelMaxIdleTimeSeconds": "not-a-number", ctx.name("unknown"): "1"}))
+        ctx.expect_code(answer, ResponseCode.SUCCESS, "UPDATE_NAMESRV_CONFIG clusterTest=TRUE")
+        after = namesrv_settings(ctx, client)
+        ctx.expect_equal((after.get("clusterTest"), after.get("serverChannelMaxIdleTimeSeconds")), ("true", idle),
+                         "(clusterTest, serverChannelMaxIdleTimeSeconds) after the update")
+        ctx.expect_code(client.request(requests.put_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic, conf)),
+                        ResponseCode.SUCCESS, "PUT_KV_CONFIG ORDER_TOPIC_CONFIG")
+        plain = requests.json_body(client.request(requests.route(topic))) or {}
+        ctx.expect(plain.get("orderTopicConf") is None, "no orderTopicConf while orderMessageEnable=false",
+                   repr(plain.get("orderTopicConf")))
+        answer = client.request(requests.update_namesrv_config({"orderMessageEnable": "true"}))
+        ctx.expect_code(answer, ResponseCode.SUCCESS, "UPDATE_NAMESRV_CONFIG orderMessageEnable=true")
+        ordered = requests.json_body(client.request(requests.route(topic))) or {}
+        ctx.expect_equal(ordered.get("orderTopicConf"), conf, "orderTopicConf with orderMessageEnable=true")
+    finally:
+        with WireClient(ctx.target.namesrv, ctx.target.timeout_s) as cleanup:
+            cleanup.request(requests.update_namesrv_config({"clusterTest": "false", "orderMessageEnable": "false"}))
+            cleanup.request(requests.delete_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic))
+
+
+# ----------------------------------------------------------------------------------- broker registration (NS-17)
+@cases.case("broker-registers-topic-table", clauses=("NS-17", "NS-13", "NS-1"),
+            requirement="a master registers its topic table under its DataVersion, TBW102 only with "
+                        "autoCreateTopicEnable")
+def broker_registers_topic_table(ctx: BrokerContext) -> None:
+    """NS-17: after a topic is created on the first master, the name server holds the DataVersion the broker's
+    GET_ALL_TOPIC_CONFIG answers (QUERY_DATA_VERSION with it answers changed=false, NS-13) and routes the topic with
+    its queue counts and perm; TBW102 is routed for the master with defaultTopicQueueNums queues and perm
+    inherit|read|write when autoCreateTopicEnable, and not at all for it otherwise."""
+    broker = ctx.brokers[0]
+    topic = ctx.topic(queues=3, brokers=[0], wait_route=False)
+    client = ctx.broker(0)
+    namesrv = ctx.namesrv()
+
+    def registered() -> bool:
+        answer = client.request(requests.all_topic_config())
+        version = (requests.json_body(answer) or {}).get("dataVersion") or {}
+        body = requests.data_version_body(int(version.get("timestamp", -1)), int(version.get("counter", -1)))
+        held = namesrv.request(requests.query_data_version(broker.cluster, broker.name, broker.addr, 0, body))
+        return held.field("changed") == "false"
+
+    ctx.wait_until(registered, 10.0, what=f"the name server to hold {broker.name}'s topic-table DataVersion")
+    queue = queue_datas(namesrv.request(requests.route(topic))).get(broker.name) or {}
+    ctx.expect_equal((queue.get("readQueueNums"), queue.get("writeQueueNums"), queue.get("perm")),
+                     (3, 3, DEFAULT_PERM), f"{broker.name}'s queue data of {topic}")
+    default = queue_datas(namesrv.request(requests.route(AUTO_CREATE_TOPIC_KEY))).get(broker.name)
+    if ctx.setting_bool("autoCreateTopicEnable"):
+        nums = ctx.setting_int("defaultTopicQueueNums")
+        got = None if default is None else (default.get("readQueueNums"), default.get("writeQueueNums"),
+                                            default.get("perm"))
+        ctx.expect_equal(got, (nums, nums, DEFAULT_PERM | PERM_INHERIT),
+                         f"{broker.name}'s queue data of {AUTO_CREATE_TOPIC_KEY} (autoCreateTopicEnable)")
+    else:
+        ctx.expect(default is None, f"no {AUTO_CREATE_TOPIC_KEY} queue data of {broker.name} "
+                   "(autoCreateTopicEnable=false)", repr(default))

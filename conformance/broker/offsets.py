@@ -23,6 +23,7 @@ import time
 from rocketspec.conformance import requests
 from rocketspec.conformance.broker.common import (
     commit_consumer_offset,
+    consumer_heartbeat,
     consumer_offset,
     dispatched,
     expect_pull,
@@ -32,6 +33,7 @@ from rocketspec.conformance.broker.common import (
 from rocketspec.conformance.context import BrokerContext
 from rocketspec.conformance.model import CaseList, Level
 from rocketspec.conformance.wire import WireClient
+from rocketspec.refimpl.message import tags_code
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import ResponseCode
 
@@ -286,3 +288,115 @@ def pull_commit_whatever_status(ctx: BrokerContext) -> None:
     client.request(requests.pull(group, topic, 0, 100, commit=True, commit_offset=1))
     seen = {q: consumer_offset(ctx, client, group, topic, q) for q in (0, 1)}
     ctx.expect_equal(seen, {0: 1, 1: 5}, "offsets committed by pulls of an empty queue (1) and past the end (0)")
+
+
+# ------------------------------------------------------------------------------ topic stats, consume queue (BRK-25)
+def _store_times(ctx: BrokerContext, client: WireClient, group: str, topic: str, queue_id: int) -> list[int]:
+    answer = expect_pull(ctx, client, group, topic, queue_id, 0, ResponseCode.SUCCESS,
+                         f"the pull of {topic}:{queue_id}")
+    return [m.store_timestamp for m in ctx.messages(answer)]
+
+
+@cases.case("topic-stats", clauses=("BRK-25",),
+            requirement="GET_TOPIC_STATS_INFO answers each write queue's min and max offset and last store time; a "
+                        "topic without config is TOPIC_NOT_EXIST")
+def topic_stats(ctx: BrokerContext) -> None:
+    """BRK-25: a two-queue topic with three messages in queue 0 answers queue 0 (min 0, max 3, the last message's
+    store time) and queue 1 (0, 0, 0); an absent topic answers TOPIC_NOT_EXIST "topic[<t>] not exist"."""
+    client, topic, group = setup(ctx, queues=2, messages=3)
+    answer = client.request(requests.topic_stats(topic))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_TOPIC_STATS_INFO {topic}")
+    table = requests.queue_keyed(requests.fastjson_loads(answer.body or b"{}").get("offsetTable") or {})
+    name = ctx.brokers[0].name
+    got = {key[2]: (v.get("minOffset"), v.get("maxOffset"), v.get("lastUpdateTimestamp")) for key, v in table.items()
+           if key[:2] == (topic, name)}
+    last = _store_times(ctx, client, group, topic, 0)[-1]
+    ctx.expect_equal(got, {0: (0, 3, last), 1: (0, 0, 0)}, "(minOffset, maxOffset, lastUpdateTimestamp) by queue")
+    absent = ctx.name("absent")
+    answer = client.request(requests.topic_stats(absent))
+    ctx.expect_code(answer, ResponseCode.TOPIC_NOT_EXIST, f"GET_TOPIC_STATS_INFO {absent}")
+    ctx.expect_equal(answer.remark, f"topic[{absent}] not exist", "remark")
+
+
+@cases.case("query-consume-queue", clauses=("BRK-25", "BRK-9"),
+            requirement="QUERY_CONSUME_QUEUE answers up to count entries from index (commit-log offset, size, tags "
+                        "code) with the queue's min and max index")
+def query_consume_queue(ctx: BrokerContext) -> None:
+    """BRK-25: three tagged messages: from index 1 with count 5 the entries of the last two (their commit-log
+    offsets, stored sizes and tags' hash codes, BRK-9), minQueueIndex 0 and maxQueueIndex 3; index 3 answers
+    SUCCESS "Index 3 of 0@<t> is not exist!"; a queue never written is SYSTEM_ERROR "0@<t> is not exist!"."""
+    client, topic, _ = setup(ctx)
+    tags = ["TagA", "TagB", "TagC"]
+    sent = [ctx.send(client, topic, f"cq-{i}".encode(), tags=tag) for i, tag in enumerate(tags)]
+    dispatched(ctx, client, topic, 0, 3)
+    sizes = []
+    for one in sent:
+        view = client.request(requests.view_message(one.commit_log_offset))
+        ctx.expect_code(view, ResponseCode.SUCCESS, "VIEW_MESSAGE_BY_ID of a message sent")
+        sizes.append(len(view.body or b""))
+    answer = client.request(requests.query_consume_queue(topic, 0, 1, 5))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"QUERY_CONSUME_QUEUE {topic}:0 from 1")
+    body = requests.fastjson_loads(answer.body or b"{}")
+    entries = [(e.get("physicOffset"), e.get("physicSize"), e.get("tagsCode")) for e in body.get("queueData") or []]
+    expected = [(s.commit_log_offset, size, tags_code(tag)) for s, size, tag in zip(sent, sizes, tags, strict=True)][1:]
+    ctx.expect_equal(entries, expected, "entries (physicOffset, physicSize, tagsCode)")
+    ctx.expect_equal((body.get("minQueueIndex"), body.get("maxQueueIndex")), (0, 3), "(minQueueIndex, maxQueueIndex)")
+    outside = client.request(requests.query_consume_queue(topic, 0, 3, 1))
+    ctx.expect_code(outside, ResponseCode.SUCCESS, f"QUERY_CONSUME_QUEUE {topic}:0 from 3")
+    ctx.expect_equal(outside.remark, f"Index 3 of 0@{topic} is not exist!", "remark")
+    never = ctx.name("absent")
+    answer = client.request(requests.query_consume_queue(never, 0, 0, 1))
+    ctx.expect_code(answer, ResponseCode.SYSTEM_ERROR, f"QUERY_CONSUME_QUEUE {never}:0 (never written)")
+    ctx.expect_equal(answer.remark, f"0@{never} is not exist!", "remark")
+
+
+# ------------------------------------------------------------------------------ consume stats, corrections (BRK-30)
+def _consume_stats(ctx: BrokerContext, client: WireClient, group: str,
+                   topic: str | None = None) -> dict[tuple[str, int], tuple[object, object, object]]:
+    answer = client.request(requests.consume_stats(group, topic))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"GET_CONSUME_STATS {group}")
+    table = requests.queue_keyed(requests.fastjson_loads(answer.body or b"{}").get("offsetTable") or {})
+    return {(key[0], key[2]): (v.get("brokerOffset"), v.get("consumerOffset"), v.get("lastTimestamp"))
+            for key, v in table.items()}
+
+
+@cases.case("consume-stats", clauses=("BRK-30",),
+            requirement="GET_CONSUME_STATS answers per read queue the max offset, the committed offset and the last "
+                        "consumed message's store time, for the topics an online group subscribes to")
+def consume_stats(ctx: BrokerContext) -> None:
+    """BRK-30: a group with offsets on two topics (queue 0 of a two-queue topic at 2 of 3 messages): asked for the
+    topic, each read queue answers (max offset, committed offset, store time of the message before it; 0 for none);
+    asked without a topic, both topics are listed while the group is offline, and only the subscribed one once a
+    consumer of the group subscribes to it."""
+    client, topic, group = setup(ctx, queues=2, messages=3)
+    other = ctx.topic(1, brokers=[0], wait_route=False)
+    commit_consumer_offset(ctx, client, group, topic, 0, 2)
+    commit_consumer_offset(ctx, client, group, other, 0, 0)
+    second = _store_times(ctx, client, group, topic, 0)[1]
+    stats = _consume_stats(ctx, client, group, topic)
+    ctx.expect_equal(stats, {(topic, 0): (3, 2, second), (topic, 1): (0, 0, 0)},
+                     f"(brokerOffset, consumerOffset, lastTimestamp) by queue of {topic}")
+    listed = {t for t, _ in _consume_stats(ctx, client, group)}
+    ctx.expect_equal(listed, {topic, other}, "topics of the offline group's stats")
+    consumer_heartbeat(ctx, client, group, requests.subscription_json(topic), f"HEART_BEAT subscribing {topic}")
+    listed = {t for t, _ in _consume_stats(ctx, client, group)}
+    ctx.expect_equal(listed, {topic}, "topics of the online group's stats")
+
+
+@cases.case("correction-offsets", clauses=("BRK-30",),
+            requirement="QUERY_CORRECTION_OFFSET answers per queue the least committed offset of the groups left after "
+                        "the filterGroups")
+def correction_offsets(ctx: BrokerContext) -> None:
+    """BRK-30: three groups commit queue 0 of a two-queue topic at 2, 1 and 0 (the last one also queue 1 at 1,
+    the second queue 1 at 0); with the last group filtered out the correction offsets are {0: 1, 1: 0}."""
+    client, topic, _ = setup(ctx, queues=2, messages=3, group_options={"create": False})
+    groups = [ctx.group() for _ in range(3)]
+    commit_consumer_offset(ctx, client, groups[0], topic, 0, 2)
+    commit_consumer_offset(ctx, client, groups[1], topic, 0, 1)
+    commit_consumer_offset(ctx, client, groups[1], topic, 1, 0)
+    commit_consumer_offset(ctx, client, groups[2], topic, 0, 0)
+    commit_consumer_offset(ctx, client, groups[2], topic, 1, 1)
+    answer = client.request(requests.query_correction_offset(topic, groups[0], [groups[2]]))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"QUERY_CORRECTION_OFFSET {topic}")
+    table = requests.fastjson_loads(answer.body or b"{}").get("correctionOffsets") or {}
+    ctx.expect_equal({int(k): v for k, v in table.items()}, {0: 1, 1: 0}, "correctionOffsets by queue")

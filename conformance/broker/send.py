@@ -4,15 +4,23 @@ a send meets first, size limits, auto-created topics, what a stored message keep
 from __future__ import annotations
 
 import itertools
+import zlib
 
 import attrs
 
 from rocketspec.conformance import requests
-from rocketspec.conformance.broker.common import dispatched, expect_remark_names, max_offset, queue_datas
+from rocketspec.conformance.broker.common import (
+    answer_within,
+    dispatched,
+    expect_remark_names,
+    max_offset,
+    new_client_id,
+    queue_datas,
+)
 from rocketspec.conformance.context import BrokerContext, Sent, answer_text
 from rocketspec.conformance.model import CaseList, Level
 from rocketspec.conformance.wire import WireClient
-from rocketspec.refimpl.message import MessageExt
+from rocketspec.refimpl.message import MessageExt, decode_properties, decode_stored_message
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.spec.protocol import (
     AUTO_CREATE_TOPIC_KEY,
@@ -23,9 +31,15 @@ from rocketspec.spec.protocol import (
     PERM_WRITE,
     PROPERTY_MSG_REGION,
     PROPERTY_TRACE_SWITCH,
+    RETRY_GROUP_TOPIC_PREFIX,
     SELF_TEST_TOPIC,
+    SYSFLAG_COMPRESSED,
+    SYSFLAG_COMPRESSION_ZLIB,
     TOPIC_MAX_LENGTH,
+    TOPIC_SYS_FLAG_UNIT,
+    TOPIC_SYS_FLAG_UNIT_SUB,
     Property,
+    RequestCode,
     ResponseCode,
 )
 
@@ -445,3 +459,150 @@ def broker_not_writable_order_topic(ctx: BrokerContext) -> None:
     finally:
         with WireClient(ctx.target.namesrv, ctx.target.timeout_s) as cleanup:
             cleanup.request(requests.delete_kv_config(NAMESPACE_ORDER_TOPIC_CONFIG, topic))
+
+
+# ------------------------------------------------------------------------------------------- compressed bodies (BRK-22)
+def raw_stored(ctx: BrokerContext, client: WireClient, commit_log_offset: int) -> MessageExt:
+    """The message at ``commit_log_offset`` as stored (VIEW_MESSAGE_BY_ID, the body not inflated)."""
+    answer = client.request(requests.view_message(commit_log_offset))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"VIEW_MESSAGE_BY_ID {commit_log_offset}")
+    message, _ = decode_stored_message(answer.body or b"", broker_name=ctx.brokers[0].name, decompress=False)
+    return message
+
+
+@cases.case("compressed-body-stored-as-sent", clauses=("BRK-22", "BRK-5"),
+            requirement="a zlib-compressed body with sysFlag 0x301 is stored as sent, its size checks counting the "
+                        "compressed bytes")
+def compressed_body_stored_as_sent(ctx: BrokerContext) -> None:
+    """BRK-22: a producer's compressed send (sysFlag COMPRESSED | ZLIB type, 0x301) is stored with that body and
+    sysFlag unchanged (VIEW_MESSAGE_BY_ID and a pull return the deflated bytes, which inflate to the original); a
+    body that inflates past maxMessageSize but is small compressed is stored (BRK-5 counts the bytes sent)."""
+    client = ctx.broker(0)
+    topic = ctx.topic(1, brokers=[0], wait_route=False)
+    sys_flag = SYSFLAG_COMPRESSED | SYSFLAG_COMPRESSION_ZLIB
+    original = b"compressed body " * 512
+    packed = zlib.compress(original)
+    sent = ctx.send(client, topic, packed, sys_flag=sys_flag)
+    message = raw_stored(ctx, client, sent.commit_log_offset)
+    ctx.expect_equal((message.sys_flag, message.body == packed), (sys_flag, True),
+                     "(sysFlag, body is the compressed bytes sent) at VIEW_MESSAGE_BY_ID")
+    ctx.expect_equal(zlib.decompress(message.body), original, "the stored body inflated")
+    pulled = pull_all(ctx, client, topic, 0, stored=sent.queue_offset + 1)
+    ctx.expect_equal([m.body for m in pulled], [original], "the pulled body, inflated by the reader")
+    huge = zlib.compress(b"\0" * (ctx.setting_int("maxMessageSize") + 1024))
+    big = client.request(requests.send_v2(PRODUCER, topic, huge, 0, sys_flag=sys_flag))
+    ctx.expect_code(big, ResponseCode.SUCCESS, f"a send of {len(huge)} compressed bytes inflating past "
+                    "maxMessageSize")
+
+
+# ----------------------------------------------------------------------------------------------- unit mode (BRK-23)
+def topic_sys_flag(ctx: BrokerContext, client: WireClient, topic: str) -> int | None:
+    answer = client.request(requests.all_topic_config())
+    ctx.expect_code(answer, ResponseCode.SUCCESS, "GET_ALL_TOPIC_CONFIG")
+    config = ((requests.json_body(answer) or {}).get("topicConfigTable") or {}).get(topic)
+    return None if config is None else int(config.get("topicSysFlag", 0))
+
+
+@cases.case("unit-mode-topic-flags", clauses=("BRK-23", "BRK-2", "BRK-13"),
+            requirement="a unitMode send that creates its topic flags it UNIT (UNIT_SUB for %RETRY%), a unitMode "
+                        "heartbeat's retry topic UNIT_SUB; an existing topic keeps its flag")
+def unit_mode_topic_flags(ctx: BrokerContext) -> None:
+    """BRK-23: with autoCreateTopicEnable, a send with unitMode=true to a missing topic creates it with topicSysFlag
+    UNIT (1), and one to a missing %RETRY% topic with UNIT_SUB (2); a unitMode send to an existing topic leaves its
+    flag 0; a heartbeat whose consumer data has unitMode creates %RETRY%<group> with UNIT_SUB."""
+    client = ctx.broker(0)
+    existing = ctx.topic(1, brokers=[0], wait_route=False)
+    ctx.send(client, existing, b"unit", unit_mode=True)
+    ctx.expect_equal(topic_sys_flag(ctx, client, existing), 0, f"topicSysFlag of the existing {existing}")
+    group = ctx.group()
+    retry = RETRY_GROUP_TOPIC_PREFIX + group
+    ctx.target.created_topics.add(retry)
+    answer = client.request(requests.heartbeat(new_client_id(ctx, "unit"), unit_mode=True, consumer_groups={
+        group: [requests.subscription_json(existing)]}))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"HEART_BEAT of a unitMode consumer of {group}")
+    ctx.expect_equal(topic_sys_flag(ctx, client, retry), TOPIC_SYS_FLAG_UNIT_SUB, f"topicSysFlag of {retry}")
+    if not ctx.setting_bool("autoCreateTopicEnable"):
+        ctx.skip("the send-created topics need autoCreateTopicEnable (the heartbeat part passed)")
+    fresh = ctx.name("unit")
+    fresh_retry = RETRY_GROUP_TOPIC_PREFIX + ctx.name("unitgroup")
+    for topic, flag in ((fresh, TOPIC_SYS_FLAG_UNIT), (fresh_retry, TOPIC_SYS_FLAG_UNIT_SUB)):
+        ctx.target.created_topics.add(topic)
+        ctx.send(client, topic, b"unit", unit_mode=True)
+        ctx.expect_equal(topic_sys_flag(ctx, client, topic), flag, f"topicSysFlag of {topic}, created by the send")
+
+
+# --------------------------------------------------------------------------------------------------- replies (BRK-28)
+REPLY_WAIT_S = 5.0
+
+
+def reply_properties(ctx: BrokerContext, client_id: str | None) -> dict[str, str]:
+    extra = {Property.CORRELATION_ID: ctx.name("corr"), Property.MESSAGE_TYPE: "reply"}
+    if client_id is not None:
+        extra[Property.MESSAGE_REPLY_TO_CLIENT] = client_id
+    return requests.message_properties(extra=extra)
+
+
+@cases.case("reply-pushed-to-requester", clauses=("BRK-28", "BRK-29"),
+            requirement="SEND_REPLY_MESSAGE_V2 pushes the reply to the REPLY_TO_CLIENT producer's connection and "
+                        "succeeds when it answers SUCCESS")
+def reply_pushed_to_requester(ctx: BrokerContext) -> None:
+    """BRK-28: a producer heartbeat registers client id C on connection A (BRK-29); a reply sent on connection B
+    with REPLY_TO_CLIENT=C reaches A as PUSH_REPLY_MESSAGE_TO_CLIENT with the body and properties sent; A answers
+    SUCCESS, and the reply answers SUCCESS: with storeReplyMessageEnable it is stored (a queue offset, an offset
+    msgId), otherwise msgId "0"."""
+    topic = ctx.topic(1, brokers=[0], wait_route=False)
+    requester = ctx.broker(0)
+    client_id = new_client_id(ctx, "requester")
+    answer = requester.request(requests.heartbeat(client_id, producer_groups=[ctx.name("pgroup")]))
+    ctx.expect_code(answer, ResponseCode.SUCCESS, f"HEART_BEAT of producer {client_id}")
+    replier = ctx.broker(0)
+    props = reply_properties(ctx, client_id)
+    reply = requests.send_reply(PRODUCER, topic, b"the reply", 0, props)
+    replier.send(reply)
+    pushed = requester.wait_request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, REPLY_WAIT_S)
+    ctx.expect(pushed is not None, f"PUSH_REPLY_MESSAGE_TO_CLIENT on {client_id}'s connection within "
+               f"{REPLY_WAIT_S:g} s", "none came")
+    assert pushed is not None
+    requester.send(pushed.response(ResponseCode.SUCCESS))
+    answer = replier.response_to(reply.opaque, REPLY_WAIT_S)
+    pushed_props = decode_properties(pushed.field("properties") or "")
+    ctx.expect_equal((pushed.body, pushed_props.get(Property.CORRELATION_ID)),
+                     (b"the reply", props[Property.CORRELATION_ID]), "the pushed (body, CORRELATION_ID)")
+    ctx.expect_code(answer, ResponseCode.SUCCESS, "SEND_REPLY_MESSAGE_V2 after the requester answered SUCCESS")
+    if ctx.setting_bool("storeReplyMessageEnable"):
+        ctx.expect(is_offset_msg_id(answer.field("msgId") or ""), "an offset msgId (the reply stored)",
+                   repr(answer.field("msgId")))
+    else:
+        ctx.expect_equal(answer.field("msgId"), "0", "msgId (storeReplyMessageEnable=false)")
+
+
+@cases.case("reply-without-requester", clauses=("BRK-28",),
+            requirement="a reply without REPLY_TO_CLIENT, or to a client id no producer registered, is SYSTEM_ERROR")
+def reply_without_requester(ctx: BrokerContext) -> None:
+    """BRK-28: SYSTEM_ERROR "reply message properties[REPLY_TO_CLIENT] is null" without the property, and
+    "push reply message fail, channel of <id> not found." for a client id the producer manager does not hold; a
+    requester that answers the push with an error makes it "push reply message to <id>fail."."""
+    client = ctx.broker(0)
+    topic = ctx.topic(1, brokers=[0], wait_route=False)
+    answer = client.request(requests.send_reply(PRODUCER, topic, b"r", 0, reply_properties(ctx, None)))
+    ctx.expect_code(answer, ResponseCode.SYSTEM_ERROR, "SEND_REPLY_MESSAGE_V2 without REPLY_TO_CLIENT")
+    ctx.expect_equal(answer.remark, "reply message properties[REPLY_TO_CLIENT] is null", "remark")
+    nobody = new_client_id(ctx, "nobody")
+    answer = client.request(requests.send_reply(PRODUCER, topic, b"r", 0, reply_properties(ctx, nobody)))
+    ctx.expect_code(answer, ResponseCode.SYSTEM_ERROR, f"SEND_REPLY_MESSAGE_V2 to {nobody}")
+    ctx.expect_equal(answer.remark, f"push reply message fail, channel of <{nobody}> not found.", "remark")
+    requester = ctx.broker(0)
+    client_id = new_client_id(ctx, "refuser")
+    ctx.expect_code(requester.request(requests.heartbeat(client_id, producer_groups=[ctx.name("pgroup")])),
+                    ResponseCode.SUCCESS, f"HEART_BEAT of producer {client_id}")
+    reply = requests.send_reply(PRODUCER, topic, b"r", 0, reply_properties(ctx, client_id))
+    client.send(reply)
+    pushed = requester.wait_request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, REPLY_WAIT_S)
+    ctx.expect(pushed is not None, f"PUSH_REPLY_MESSAGE_TO_CLIENT to {client_id}", "none came")
+    assert pushed is not None
+    requester.send(pushed.response(ResponseCode.SYSTEM_ERROR, remark="refused"))
+    refused = answer_within(client, reply.opaque, REPLY_WAIT_S)
+    ctx.expect(refused is not None, "an answer to the reply", "none came")
+    assert refused is not None
+    ctx.expect_code(refused, ResponseCode.SYSTEM_ERROR, "SEND_REPLY_MESSAGE_V2 whose push was refused")
+    ctx.expect_equal(refused.remark, f"push reply message to {client_id}fail.", "remark")

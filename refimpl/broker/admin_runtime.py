@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rocketspec.refimpl.broker.services import BrokerServices
+from rocketspec.refimpl.properties import parse_properties
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
 from rocketspec.refimpl.route import dumps_java
 from rocketspec.refimpl.runtime import when_all
@@ -254,22 +255,9 @@ _LIVE: dict[str, tuple[str, Callable[[str], Any], Callable[[Any], str]]] = {
     "storeReplyMessageEnable": ("store_reply_message_enable", *_BOOL),
     "messageIndexEnable": ("message_index_enable", *_BOOL),
     "enablePropertyFilter": ("enable_property_filter", *_BOOL),
+    # MessageStoreConfig.fileReservedTime (hours): the cleaner reads it on every run (CleanCommitLogService).
+    "fileReservedTime": ("file_reserved_ms", lambda text: _java_int(text) * 3_600_000, lambda ms: str(ms // 3_600_000)),
 }
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """``java.util.Properties.load`` for what mqadmin sends: ``key=value`` (or ``key:value`` / ``key value``) lines,
-    ``#`` and ``!`` comments, blank lines skipped, leading blanks of keys and values dropped."""
-    out: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")
-        if not line or line[0] in "#!":
-            continue
-        match = re.match(r"((?:[^=:\s\\]|\\.)*)\s*[=:]?\s*(.*)$", line, re.DOTALL)
-        if match is None:
-            continue
-        out[match.group(1).replace("\\", "")] = match.group(2)
-    return out
 
 
 def _human_bytes(size: int) -> str:
@@ -464,6 +452,8 @@ class RuntimeAdmin:
                 setattr(config, attr, parse(text))
             except (ValueError, TypeError):
                 pass
+            if attr == "file_reserved_ms":
+                self.broker.store.file_reserved_ms = config.file_reserved_ms
             return
         default = JAVA_DEFAULTS.get(key)
         if default is None:

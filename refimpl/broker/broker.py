@@ -113,6 +113,7 @@ class Broker:
         self.subscription_groups.load()
         self.store = MessageStore(runtime, self.name, self.addr, disk=self.disk, flush=config.flush,
                                   segment_bytes=config.segment_bytes, file_reserved_ms=config.file_reserved_ms,
+                                  cq_segment_entries=config.cq_segment_entries,
                                   delay_level_millis=config.delay_level_millis)
         self.store.add_arrival_listener(self._on_arrival)
         self.index = IndexService(self.store, enabled=config.message_index_enable)

@@ -18,6 +18,7 @@ import attrs
 
 from rocketspec.refimpl.message import java_string_hash
 from rocketspec.refimpl.remoting import Channel
+from rocketspec.spec.java import trim
 from rocketspec.spec.protocol import (
     CONSUME_FROM_WHERE_ORDINALS,
     CONSUME_TYPE_ORDINALS,
@@ -81,7 +82,7 @@ class SubscriptionData:
             # Java's split drops trailing empty pieces: a string of separators only gives none ("subString split
             # error").
             raise ValueError("subString split error")
-        tags = [t.strip() for t in pieces if t.strip()]
+        tags = [trim(t) for t in pieces if trim(t)]  # String.trim, not Python's strip
         return cls(topic, sub_string, frozenset(tags), frozenset(java_string_hash(t) for t in tags), sub_version)
 
     @classmethod

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from rocketspec.refimpl.store.message_store import DEFAULT_CQ_SEGMENT_ENTRIES
 from rocketspec.spec.java import int64, parse_long
 from rocketspec.spec.protocol import (
     BROKER_DEFAULT_TOPIC_QUEUE_NUMS,
@@ -138,6 +139,8 @@ class BrokerConfig:
     flush: str = attrs.field(default="async", validator=_check_flush)
     file_reserved_ms: int = attrs.field(default=FILE_RESERVED_TIME_HOURS * 3_600_000, validator=_non_negative)
     segment_bytes: int = attrs.field(default=1 << 20, validator=_non_negative)
+    # MessageStoreConfig.mappedFileSizeConsumeQueue / 20: the entries of a consume-queue file (kept across restarts).
+    cq_segment_entries: int = attrs.field(default=DEFAULT_CQ_SEGMENT_ENTRIES, validator=_non_negative)
     slave_read_enable: bool = False
     # enablePropertyFilter: serve SQL92 (MessageSelector.bySql) subscriptions; off by default, as in 4.9.8.
     enable_property_filter: bool = False

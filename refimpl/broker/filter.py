@@ -74,6 +74,10 @@ class ConsumerFilterManager:
     def get(self, topic: str, group: str) -> FilterData | None:
         return self._table.get((topic, group))
 
+    def snapshot(self) -> dict[tuple[str, str], FilterData]:
+        """Every group's filter data by (topic, group), a copy (for inspection)."""
+        return dict(self._table)
+
     def register_all(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
         """``register(group, subList)``, run for every consumer of every heartbeat."""
         for sub in subscriptions:

@@ -30,6 +30,10 @@ import attrs
 
 from rocketspec.spec.protocol import (
     SCHEDULE_TOPIC,
+    STATS_BROKER_PUT_NUMS,
+    STATS_SAMPLING,
+    STATS_TOPIC_PUT_NUMS,
+    STATS_TOPIC_PUT_SIZE,
     STORED_PUT_STATUSES,
     SYSFLAG_TRANSACTION_MASK,
     TRANSACTION_COMMIT_TYPE,
@@ -42,22 +46,21 @@ if TYPE_CHECKING:
     from rocketspec.refimpl.store import MessageToStore, PutResult
 
 # StatsItemSet sampling periods and how many samples each list keeps (StatsItem.samplingIn*).
-MINUTE_SAMPLE_MS, MINUTE_SAMPLES = 10_000, 7
-HOUR_SAMPLE_MS, HOUR_SAMPLES = 600_000, 7
-DAY_SAMPLE_MS, DAY_SAMPLES = 3_600_000, 25
+(_, MINUTE_SAMPLE_MS, MINUTE_SAMPLES), (_, HOUR_SAMPLE_MS, HOUR_SAMPLES), (_, DAY_SAMPLE_MS, DAY_SAMPLES) = \
+    STATS_SAMPLING
 
 # Stats names (BrokerStatsManager / Stats constants) the reference broker counts.
 QUEUE_PUT_NUMS = "QUEUE_PUT_NUMS"
 QUEUE_PUT_SIZE = "QUEUE_PUT_SIZE"
 QUEUE_GET_NUMS = "QUEUE_GET_NUMS"
 QUEUE_GET_SIZE = "QUEUE_GET_SIZE"
-TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
-TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
+TOPIC_PUT_NUMS = STATS_TOPIC_PUT_NUMS
+TOPIC_PUT_SIZE = STATS_TOPIC_PUT_SIZE
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
 GROUP_GET_LATENCY = "GROUP_GET_LATENCY"
 SNDBCK_PUT_NUMS = "SNDBCK_PUT_NUMS"
-BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
+BROKER_PUT_NUMS = STATS_BROKER_PUT_NUMS
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 
 
@@ -147,6 +150,10 @@ class BrokerStats:
         if name is None or key is None:  # ConcurrentHashMap.get(null) throws; getStatsItem answers null
             return None
         return self._table.get(name, {}).get(key)
+
+    def items(self) -> dict[tuple[str, str], StatsItem]:
+        """Every item counted so far, by (stats name, key) (read-only: what VIEW_BROKER_STATS_DATA can be asked)."""
+        return {(name, key): item for name, items in self._table.items() for key, item in items.items()}
 
     def add(self, name: str, key: str, value: int, times: int) -> None:
         """``StatsItemSet.addValue``."""

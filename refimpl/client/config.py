@@ -15,14 +15,20 @@ from rocketspec.spec.protocol import (
     DEFAULT_SEND_LATENCY_FAULT_ENABLE,
     DEFAULT_SEND_MSG_TIMEOUT_MS,
     DEFAULT_TOPIC_QUEUE_NUMS,
+    DLQ_GROUP_TOPIC_PREFIX,
     HEARTBEAT_BROKER_INTERVAL_MS,
     LATENCY_MAX_MS,
     MAX_MESSAGE_SIZE,
     MQ_CLIENT_API_TIMEOUT_MS,
+    NAMESPACE_SEPARATOR,
     NOT_AVAILABLE_DURATION_MS,
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     POLL_NAME_SERVER_INTERVAL_MS,
     REBALANCE_INTERVAL_MS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SYS_CONSUMER_GROUP_PREFIX,
+    SYSTEM_TOPIC_PREFIX,
+    SYSTEM_TOPICS,
     VERSION_V4_9_8,
     LanguageCode,
 )
@@ -56,6 +62,8 @@ class ClientConfig:
     access_key: str | None = None
     secret_key: str | None = None
     security_token: str | None = None
+    # The namespace (instance id) every topic and group of the client lives in: brokers see ``namespace%name``.
+    namespace: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if (self.access_key is None) != (self.secret_key is None):
@@ -64,6 +72,42 @@ class ClientConfig:
     def client_id(self) -> str:
         """``ClientConfig.buildMQClientId`` (no unit name)."""
         return f"{self.client_ip}@{self.instance_name}"
+
+    def with_namespace(self, resource: str) -> str:
+        """``ClientConfig.withNamespace`` (``NamespaceUtil.wrapNamespace``): ``[%RETRY%|%DLQ%]namespace%name``."""
+        ns = self.namespace
+        if not ns or not resource or _untouchable(resource):
+            return resource
+        head, body = _retry_or_dlq(resource)
+        if body.startswith(ns + NAMESPACE_SEPARATOR):
+            return resource  # wrapped already
+        return f"{head}{ns}{NAMESPACE_SEPARATOR}{body}"
+
+    def without_namespace(self, resource: str) -> str:
+        """``ClientConfig.withoutNamespace`` (``NamespaceUtil.withoutNamespace(resource, namespace)``)."""
+        ns = self.namespace
+        if not ns or not resource:
+            return resource
+        head, body = _retry_or_dlq(resource)
+        if not body.startswith(ns + NAMESPACE_SEPARATOR) or _untouchable(resource):
+            return resource
+        index = body.find(NAMESPACE_SEPARATOR)
+        return head + body[index + 1:] if index > 0 else resource
+
+
+def _untouchable(resource: str) -> bool:
+    """``NamespaceUtil.isSystemResource``: a system topic of the client's ``TopicValidator`` or a system group."""
+    if resource in SYSTEM_TOPICS:
+        return True
+    return resource.startswith((SYSTEM_TOPIC_PREFIX, SYS_CONSUMER_GROUP_PREFIX))
+
+
+def _retry_or_dlq(resource: str) -> tuple[str, str]:
+    """A retry or dead-letter topic's prefix and the name after it (``withOutRetryAndDLQ``)."""
+    for head in (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX):
+        if resource.startswith(head):
+            return head, resource[len(head):]
+    return "", resource
 
 
 @attrs.define(kw_only=True)

@@ -112,16 +112,25 @@ def orderly_status(value: Any) -> ConsumeOrderlyStatus | None:
     return None
 
 
-def reset_retry_topic(msgs: list[MessageExt], group: str) -> list[MessageExt]:
-    """``resetRetryAndNamespace``: a message of ``%RETRY%<group>`` gets its RETRY_TOPIC back as topic."""
+def reset_retry_topic(msgs: list[MessageExt], group: str,
+                      without_namespace: Callable[[str], str] | None = None) -> list[MessageExt]:
+    """``resetRetryAndNamespace``: a message of ``%RETRY%<group>`` gets its RETRY_TOPIC back as topic; with a
+    namespace (``without_namespace``) the topic is then shown outside it."""
     group_topic = retry_topic(group)
     out = []
     for msg in msgs:
         real = msg.properties.get(Property.RETRY_TOPIC)
-        if real is not None and msg.topic == group_topic:
-            msg = attrs.evolve(msg, topic=real)
-        out.append(msg)
+        topic = real if real is not None and msg.topic == group_topic else msg.topic
+        if without_namespace is not None:
+            topic = without_namespace(topic)
+        out.append(msg if topic == msg.topic else attrs.evolve(msg, topic=topic))
     return out
+
+
+def _namespace_view(consumer: Any) -> Callable[[str], str] | None:
+    """How the listener sees a topic: outside the client's namespace, when it has a non-empty one."""
+    config = consumer.instance.config
+    return config.without_namespace if config.namespace else None
 
 
 def with_consume_start_time(msgs: list[MessageExt], now_ms: int) -> list[MessageExt]:
@@ -198,6 +207,7 @@ class ConsumeMessageConcurrentlyService:
         self.listener = adapt_listener(listener)
         self.executor = ConsumeExecutor(self.runtime, self.config.consume_thread_max)
         self._later = 0  # local re-consumption tasks waiting for their 5 s
+        self._without_namespace = _namespace_view(consumer)
 
     def start(self) -> None:
         """Expired-message cleaning is not simulated (consume_timeout_minutes only bounds the listener)."""
@@ -232,7 +242,7 @@ class ConsumeMessageConcurrentlyService:
             finish()
             return
         context = ConsumeConcurrentlyContext(mq)
-        msgs = reset_retry_topic(msgs, self.config.group)
+        msgs = reset_retry_topic(msgs, self.config.group, self._without_namespace)
         msgs = with_consume_start_time(msgs, self.runtime.now_ms())
         self.consumer.emit_deliver(mq, msgs)
         view = list(msgs)
@@ -285,6 +295,9 @@ class ConsumeMessageConcurrentlyService:
             commit(msgs)
             return
         back_failed: list[int] = []
+        # Each failed message's property map, which a fallback send shares (DefaultMQPushConsumerImpl.sendMessageBack:
+        # MessageAccessor.setProperties): a message consumed again locally shows what that send set.
+        shared = {i: dict(msgs[i].properties) for i in failed}
 
         def send_back(index: int) -> Future[None]:
             step: Future[None] = Future()
@@ -295,14 +308,15 @@ class ConsumeMessageConcurrentlyService:
                 step.set_result(None)
 
             self.consumer.send_message_back(msgs[index], context.delay_level_when_next_consume,
-                                            mq).add_done_callback(sent)
+                                            mq, shared[index]).add_done_callback(sent)
             return step
 
         def all_sent() -> None:
             if not self.consumer.alive():
                 finish()
                 return
-            again = [attrs.evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1) for i in back_failed]
+            again = [attrs.evolve(msgs[i], reconsume_times=msgs[i].reconsume_times + 1, properties=shared[i])
+                     for i in back_failed]
             kept = [m for i, m in enumerate(msgs) if i not in back_failed]
             if again:
                 self._submit_later(again, pq, mq)
@@ -338,6 +352,7 @@ class ConsumeMessageOrderlyService:
         self.listener = adapt_listener(listener)
         self.executor = ConsumeExecutor(self.runtime, self.config.consume_thread_max)
         self.stopped = False
+        self._without_namespace = _namespace_view(consumer)
         self._active: set[MessageQueue] = set()  # queues whose consume loop runs (MessageQueueLock)
         self._waiting: dict[MessageQueue, int] = {}
         self._scheduled = 0
@@ -447,7 +462,7 @@ class ConsumeMessageOrderlyService:
                 release()
                 return
             msgs = pq.take_messages(self.config.consume_message_batch_max_size)
-            msgs = reset_retry_topic(msgs, self.config.group)
+            msgs = reset_retry_topic(msgs, self.config.group, self._without_namespace)
             if not msgs:
                 release()
                 return
@@ -539,12 +554,15 @@ class ConsumeMessageOrderlyService:
             nonlocal suspend
             step: Future[None] = Future()
             if msg.reconsume_times >= limit:
+                # The message's own map: RECONSUME_TIME set here, then shared with the dead-letter message
+                # (sendMessageBack's setProperties), so the message keeps what the send sets and loses what the
+                # producer moves into the header (RECONSUME_TIME, MAX_RECONSUME_TIMES).
                 props = dict(msg.properties)
                 props[Property.RECONSUME_TIME] = str(msg.reconsume_times)
-                msg = attrs.evolve(msg, properties=props)
 
-                def sent(f: Future[bool], msg: MessageExt = msg) -> None:
+                def sent(f: Future[bool], msg: MessageExt = msg, props: dict[str, str] = props) -> None:
                     nonlocal suspend
+                    msg = attrs.evolve(msg, properties=dict(props))
                     if f.exception() is not None or not f.result():
                         suspend = True
                         updated.append(attrs.evolve(msg, reconsume_times=msg.reconsume_times + 1))
@@ -552,7 +570,7 @@ class ConsumeMessageOrderlyService:
                         updated.append(msg)
                     step.set_result(None)
 
-                self.consumer.send_orderly_message_back(msg, limit).add_done_callback(sent)
+                self.consumer.send_orderly_message_back(msg, limit, props).add_done_callback(sent)
                 return step
             suspend = True
             updated.append(attrs.evolve(msg, reconsume_times=msg.reconsume_times + 1))

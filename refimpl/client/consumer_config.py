@@ -2,18 +2,25 @@
 
 ``ConsumerConfig`` carries the options of both consumer kinds with RocketMQ's defaults; ``validate`` applies the
 range checks of ``DefaultMQPushConsumerImpl.checkConfig`` and ``Validators.checkGroup``. ``SubscriptionData`` is
-what ``FilterAPI.buildSubscriptionData`` builds from a tag expression (``"*"`` or ``"A || B"``) and what a heartbeat
-reports for each subscribed topic.
+what ``FilterAPI.buildSubscriptionData`` builds from a tag expression (``"*"`` or ``"A || B"``), or ``FilterAPI.build``
+from a ``MessageSelector`` (``by_sql``: an SQL92 expression), and what a heartbeat reports for each subscribed
+topic.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
+from rocketspec.refimpl.client.errors import MQClientError
 from rocketspec.refimpl.message import java_string_hash
+from rocketspec.refimpl.remoting import RemotingCommand
+from rocketspec.refimpl.runtime import Future
+from rocketspec.spec.java import trim
 from rocketspec.spec.protocol import (
     BROKER_SUSPEND_MAX_TIME_MS,
     CONSUME_CONCURRENTLY_MAX_SPAN,
@@ -22,6 +29,7 @@ from rocketspec.spec.protocol import (
     DEFAULT_CONSUME_TIMEOUT_MINUTES,
     DEFAULT_CONSUMER_GROUP,
     DEFAULT_SUSPEND_CURRENT_QUEUE_MS,
+    EXPRESSION_TYPE_SQL92,
     EXPRESSION_TYPE_TAG,
     GROUP_MAX_LENGTH,
     LITE_PULL_AUTO_COMMIT_INTERVAL_MS,
@@ -33,6 +41,8 @@ from rocketspec.spec.protocol import (
     SUB_ALL,
     ConsumeFromWhere,
     MessageModel,
+    RequestCode,
+    ResponseCode,
 )
 
 _GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
@@ -168,15 +178,42 @@ class SubscriptionData:
             "expressionType": self.expression_type,
         }
 
-    def matches_tags(self, tags: str | None) -> bool:
-        """The client's re-filter (``PullAPIWrapper.processPullResult``): an empty tag set accepts everything."""
-        if not self.tags_set:
-            return True
-        return tags is not None and tags in self.tags_set
+
+@attrs.frozen
+class MessageSelector:
+    """``MessageSelector``: an expression and its type, ``TAG`` (``by_tag``) or ``SQL92`` (``by_sql``)."""
+
+    expression_type: str
+    expression: str | None
+
+    @classmethod
+    def by_sql(cls, sql: str | None) -> MessageSelector:
+        return cls(EXPRESSION_TYPE_SQL92, sql)
+
+    @classmethod
+    def by_tag(cls, tag: str | None) -> MessageSelector:
+        return cls(EXPRESSION_TYPE_TAG, tag)
+
+
+def build_selector_subscription(topic: str, selector: MessageSelector | None, version_ms: int) -> SubscriptionData:
+    """``FilterAPI.build``: a TAG (or null) type builds the tag subscription (``build_subscription``); another type
+    needs a non-empty expression (``IllegalArgumentException("Expression can't be null! <type>")``), kept as it is,
+    with no tags."""
+    if selector is None:
+        return build_subscription(topic, SUB_ALL, version_ms)
+    kind = selector.expression_type
+    if kind is None or kind == EXPRESSION_TYPE_TAG:
+        return build_subscription(topic, selector.expression, version_ms)
+    if not isinstance(topic, str) or not topic:
+        raise ValueError("Topic can not be null or empty.")
+    if not selector.expression:
+        raise ValueError(f"Expression can't be null! {kind}")
+    return SubscriptionData(topic=topic, sub_string=selector.expression, sub_version=version_ms, expression_type=kind)
 
 
 def build_subscription(topic: str, expression: str | None, version_ms: int) -> SubscriptionData:
-    """``FilterAPI.buildSubscriptionData``: ``"*"``, empty or None subscribe to all; else tags split on ``||``."""
+    """``FilterAPI.buildSubscriptionData``: ``"*"``, empty or None subscribe to all; else tags split on ``||``, each
+    trimmed as ``String.trim`` does."""
     if not isinstance(topic, str) or not topic:
         raise ValueError("Topic can not be null or empty.")
     data = SubscriptionData(topic=topic, sub_string=SUB_ALL if expression is None else expression,
@@ -192,8 +229,54 @@ def build_subscription(topic: str, expression: str | None, version_ms: int) -> S
     if not parts:
         raise ValueError("subString split error")
     for tag in parts:
-        trimmed = tag.strip()
+        trimmed = trim(tag)
         if trimmed:
             data.tags_set.add(trimmed)
             data.code_set.add(java_string_hash(trimmed))
     return data
+
+
+def is_tag_subscription(sub: SubscriptionData) -> bool:
+    """``ExpressionType.isTagType`` of the subscription's type: null, empty or TAG."""
+    return not sub.expression_type or sub.expression_type == EXPRESSION_TYPE_TAG
+
+
+def check_client_in_broker(instance: Any, group: str, subscriptions: Iterable[SubscriptionData],
+                           timeout_ms: int) -> Future[MQClientError | None]:
+    """``MQClientInstance.checkClientInBroker``: CHECK_CLIENT_CONFIG with each non-tag subscription, one after the
+    other, to a broker of its topic (none known: skipped); the first answer other than SUCCESS ends it with the
+    ``MQClientException`` a Java start throws (a request that fails: "Check client in broker error, ..."), else
+    None."""
+    done: Future[MQClientError | None] = Future()
+    todo = [sub for sub in subscriptions if not is_tag_subscription(sub)]
+
+    def next_one() -> None:
+        while todo:
+            sub = todo.pop(0)
+            addr = instance.find_broker_addr_by_topic(sub.topic)
+            if addr is None:
+                continue
+            body = {"clientId": instance.client_id, "group": group, "subscriptionData": sub.to_json()}
+            request = RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, None,
+                                              json.dumps(body, separators=(",", ":")).encode("utf-8"))
+            instance.invoke(addr, request, timeout_ms).add_done_callback(lambda f, sub=sub: answered(f, sub))
+            return
+        done.set_result(None)
+
+    def answered(f: Future[RemotingCommand], sub: SubscriptionData) -> None:
+        error = f.exception()
+        if error is not None:
+            done.set_result(MQClientError(
+                f"Check client in broker error, maybe because you use {sub.expression_type} to filter message, but "
+                "server has not been upgraded to support!This error would not affect the launch of consumer, but may "
+                "has impact on message receiving if you have use the new features which are not supported by server, "
+                "please check the log!", cause=error))
+            return
+        response = f.result()
+        if response.code != ResponseCode.SUCCESS:
+            done.set_result(MQClientError(f"CODE: {response.code}  DESC: {response.remark}", code=response.code))
+            return
+        next_one()
+
+    next_one()
+    return done

@@ -26,6 +26,7 @@ import attrs
 
 from rocketspec.refimpl.acl_signature import signed_fields
 from rocketspec.refimpl.client.config import ClientConfig, ProducerConfig
+from rocketspec.refimpl.client.offset_store import consumer_status_request, reset_offset_request
 from rocketspec.refimpl.client.producer import Producer
 from rocketspec.refimpl.events import ClientLifecycle, EventLog, RouteUpdate
 from rocketspec.refimpl.message import UniqueIdGenerator, decode_stored_message, java_string_hash
@@ -417,28 +418,37 @@ class ClientInstance:
 
     # consumers ------------------------------------------------------------------------------------------------------
     def find_consumer_ids(self, topic: str, group: str) -> Future[list[str]]:
-        """GET_CONSUMER_LIST_BY_GROUP to a random broker of ``topic`` (``findConsumerIdList``); [] on failure."""
+        """GET_CONSUMER_LIST_BY_GROUP to a random broker of ``topic``; [] on failure."""
         result: Future[list[str]] = Future()
+        self.find_consumer_id_list(topic, group).add_done_callback(lambda f: result.set_result(f.result() or []))
+        return result
+
+    def find_consumer_id_list(self, topic: str, group: str) -> Future[list[str] | None]:
+        """``findConsumerIdList``: GET_CONSUMER_LIST_BY_GROUP to a random broker of ``topic``; None when no broker
+        is known or the request fails (an error code, e.g. a restarted broker's "no consumer for this group", or
+        no body: ``MQClientAPIImpl.getConsumerIdListByGroup`` throws), so that the rebalance skips the topic."""
+        result: Future[list[str] | None] = Future()
 
         def ask(addr: str | None) -> None:
             if addr is None:
-                result.set_result([])
+                result.set_result(None)
                 return
             request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group},
                                               language=self.config.language, version=self.config.version)
 
             def answered(f: Future[RemotingCommand]) -> None:
                 if f.exception() is not None:
-                    result.set_result([])
+                    result.set_result(None)
                     return
                 response = f.result()
                 if response.code != ResponseCode.SUCCESS or response.body is None:
-                    result.set_result([])
+                    result.set_result(None)
                     return
                 try:
                     ids = json.loads(response.body.decode("utf-8")).get("consumerIdList") or []
                 except (ValueError, AttributeError):
-                    ids = []
+                    result.set_result(None)  # Java's decode throws: the id list is not known
+                    return
                 result.set_result([str(i) for i in ids])
 
             self.invoke(addr, request, self.config.mq_client_api_timeout_ms).add_done_callback(answered)
@@ -489,10 +499,14 @@ class ClientInstance:
 
     # requests from brokers ------------------------------------------------------------------------------------------
     def handle(self, request: RemotingCommand, channel: Channel) -> RemotingCommand | None:
-        """``ClientRemotingProcessor``: NOTIFY_CONSUMER_IDS_CHANGED and CHECK_TRANSACTION_STATE."""
+        """``ClientRemotingProcessor``: NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, and the offset requests
+        RESET_CONSUMER_CLIENT_OFFSET and GET_CONSUMER_STATUS_FROM_CLIENT (answered by ``offset_store``)."""
         handlers: dict[int, Callable[[RemotingCommand, Any], RemotingCommand | None]] = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._notify_consumer_ids_changed,
             RequestCode.CHECK_TRANSACTION_STATE: self._check_transaction_state,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: lambda request, _channel: reset_offset_request(self, request),
+            RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT:
+                lambda request, _channel: consumer_status_request(self, request),
         }
         return dispatch(handlers, request, channel)
 

@@ -102,6 +102,8 @@ class LitePullConsumer:
     def __init__(self, instance: Any, config: ConsumerConfig) -> None:
         self.instance = instance
         self.config = config
+        # DefaultLitePullConsumer: the group, topics and queues the user names live in the client's namespace.
+        config.group = instance.config.with_namespace(config.group)
         self.group = config.group
         self.runtime = instance.runtime
         self.events = instance.events
@@ -147,8 +149,18 @@ class LitePullConsumer:
         return LITE_PULL_TIME_DELAY_MS_WHEN_EXCEPTION if delay is None else delay
 
     # ------------------------------------------------------------------------------------------------ subscribing
+    def _ns(self, topic: str) -> str:
+        wrapped: str = self.instance.config.with_namespace(topic)
+        return wrapped
+
+    def _ns_queue(self, mq: MessageQueue) -> MessageQueue:
+        """``queueWithNamespace``."""
+        return MessageQueue(self._ns(mq.topic), mq.broker_name, mq.queue_id)
+
     def subscribe(self, topic: str, expression: str | None = SUB_ALL) -> None:
         """Subscribe to ``topic``: its queues are rebalanced among the group (exclusive with ``assign``)."""
+        topic = self._ns(topic) if isinstance(topic, str) else topic
+
         def run() -> None:
             if not isinstance(topic, str) or not topic:
                 raise ValueError("Topic can not be null or empty.")
@@ -163,6 +175,8 @@ class LitePullConsumer:
         self.runtime.submit(run)
 
     def unsubscribe(self, topic: str) -> None:
+        topic = self._ns(topic)
+
         def run() -> None:
             self._subscriptions.pop(topic, None)
             self.rebalance.subscription_inner.pop(topic, None)
@@ -174,7 +188,7 @@ class LitePullConsumer:
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Pull exactly these queues (no rebalance)."""
-        queues = list(queues)
+        queues = [self._ns_queue(mq) for mq in queues]
 
         def run() -> None:
             if not queues:
@@ -482,7 +496,7 @@ class LitePullConsumer:
                     return
                 if result.status is PullStatus.FOUND and result.msg_found_list and state.seek_offset == -1:
                     pq.put_messages(result.msg_found_list)
-                    self._submit(ConsumeRequest(result.msg_found_list, mq, pq))
+                    self._submit(ConsumeRequest(self._reset_topic(result.msg_found_list), mq, pq))
                 if state.seek_offset == -1 and self.assigned.get(mq) is state and state.pq is pq:
                     state.pull_offset = result.next_begin_offset
             if not task.cancelled:
@@ -535,6 +549,13 @@ class LitePullConsumer:
             return []
         return self.runtime.submit(lambda: self._take(request))
 
+    def _reset_topic(self, msgs: list[MessageExt]) -> list[MessageExt]:
+        """``resetTopic``: with a namespace the user sees each message's topic outside it."""
+        cfg = self.instance.config
+        if cfg.namespace is None:
+            return msgs
+        return [attrs.evolve(m, topic=cfg.without_namespace(m.topic)) for m in msgs]
+
     def _take(self, request: ConsumeRequest) -> list[MessageExt]:
         if request.pq.dropped:
             return []
@@ -586,6 +607,7 @@ class LitePullConsumer:
 
     def committed(self, mq: MessageQueue) -> int:
         """The committed offset (memory first, then the store); -1 when there is none."""
+        mq = self._ns_queue(mq)
         def begin() -> Future[int]:
             self._check_running()
             return self.offset_store.read_offset(mq, ReadOffsetType.MEMORY_FIRST_THEN_STORE)
@@ -597,6 +619,7 @@ class LitePullConsumer:
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Restart ``mq`` from ``offset`` (between the queue's min and max offsets)."""
+        mq = self._ns_queue(mq)
         def check() -> Future[int]:
             self._check_running()
             if mq not in self.assigned:
@@ -627,9 +650,11 @@ class LitePullConsumer:
         self.runtime.submit(apply)
 
     def seek_to_begin(self, mq: MessageQueue) -> None:
+        mq = self._ns_queue(mq)
         self.seek(mq, self._wait(self.runtime.submit(lambda: self._admin_checked(self.admin.min_offset, mq))))
 
     def seek_to_end(self, mq: MessageQueue) -> None:
+        mq = self._ns_queue(mq)
         self.seek(mq, self._wait(self.runtime.submit(lambda: self._admin_checked(self.admin.max_offset, mq))))
 
     def _admin_checked(self, fn: Callable[[MessageQueue], Future[int]], mq: MessageQueue) -> Future[int]:
@@ -651,7 +676,7 @@ class LitePullConsumer:
         return set(queues)
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
-        queues = list(queues)
+        queues = [self._ns_queue(mq) for mq in queues]
 
         def run() -> None:
             for mq in queues:
@@ -661,7 +686,7 @@ class LitePullConsumer:
         self.runtime.submit(run)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
-        queues = list(queues)
+        queues = [self._ns_queue(mq) for mq in queues]
 
         def run() -> None:
             for mq in queues:

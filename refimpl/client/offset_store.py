@@ -12,6 +12,10 @@ request fails (no broker address, a transport error).
 
 Every change of an in-memory offset emits ``OffsetUpdate``. The stores also remember what they last persisted, so
 a consumer can tell the runtime that a persist is still owed (``dirty``).
+
+The broker's requests about a consumer's offsets are answered here too (``ClientRemotingProcessor``):
+RESET_CONSUMER_CLIENT_OFFSET (``reset_offset_request``: ``MQClientInstance.resetOffset``) and
+GET_CONSUMER_STATUS_FROM_CLIENT (``consumer_status_request``: ``MQClientInstance.getConsumerStatus``).
 """
 
 from __future__ import annotations
@@ -25,8 +29,15 @@ from typing import Any, Protocol
 
 from rocketspec.refimpl.events import OffsetUpdate
 from rocketspec.refimpl.remoting import RemotingCommand
+from rocketspec.refimpl.route import RawJson, dumps_java
 from rocketspec.refimpl.runtime import Future, Runtime
-from rocketspec.spec.protocol import MASTER_ID, ReadOffsetType, RequestCode, ResponseCode
+from rocketspec.spec.protocol import (
+    MASTER_ID,
+    RESET_OFFSET_CLIENT_WAIT_MS,
+    ReadOffsetType,
+    RequestCode,
+    ResponseCode,
+)
 from rocketspec.spec.queues import MessageQueue
 
 QUERY_OFFSET_TIMEOUT_MS = 5_000
@@ -356,4 +367,170 @@ class LocalFileOffsetStore(_MemoryOffsetTable):
         return done_future(None)
 
 
-__all__ = ["LocalFileOffsetStore", "OffsetStore", "RemoteBrokerOffsetStore", "decode_offsets", "encode_offsets"]
+# --------------------------------------------------------------------------------------------- broker requests
+
+_DECODER = json.JSONDecoder()
+
+
+def _skip(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _value(text: str, pos: int) -> tuple[Any, int]:
+    """One JSON value at ``pos``, where an object may also be a map key (fastjson's form of a map keyed by an
+    object): such a key becomes a tuple of its sorted items."""
+    pos = _skip(text, pos)
+    if text.startswith("{", pos):
+        out: dict[Any, Any] = {}
+        pos = _skip(text, pos + 1)
+        while not text.startswith("}", pos):
+            key, pos = _value(text, pos)
+            if isinstance(key, dict):
+                key = tuple(sorted(key.items()))
+            pos = _skip(text, pos)
+            if not text.startswith(":", pos):
+                raise ValueError(f"':' expected at {pos}")
+            out[key], pos = _value(text, pos + 1)
+            pos = _skip(text, pos)
+            if text.startswith(",", pos):
+                pos = _skip(text, pos + 1)
+            elif not text.startswith("}", pos):
+                raise ValueError(f"',' or '}}' expected at {pos}")
+        return out, pos + 1
+    if text.startswith("[", pos):
+        items: list[Any] = []
+        pos = _skip(text, pos + 1)
+        while not text.startswith("]", pos):
+            item, pos = _value(text, pos)
+            items.append(item)
+            pos = _skip(text, pos)
+            if text.startswith(",", pos):
+                pos = _skip(text, pos + 1)
+            elif not text.startswith("]", pos):
+                raise ValueError(f"',' or ']' expected at {pos}")
+        return items, pos + 1
+    return _DECODER.raw_decode(text, pos)
+
+
+def loads_object_keys(data: bytes | str) -> Any:
+    """Parse fastjson output whose maps may be keyed by objects (``{{"brokerName":...}:5}``)."""
+    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
+    value, pos = _value(text, 0)
+    if _skip(text, pos) != len(text):
+        raise ValueError(f"trailing data at {pos}")
+    return value
+
+
+def _queue_of(fields: Any) -> MessageQueue:
+    items = dict(fields)
+    return MessageQueue(str(items["topic"]), str(items["brokerName"]), int(items["queueId"]))
+
+
+def decode_offset_table(body: bytes | None) -> dict[MessageQueue, int]:
+    """``ResetOffsetBody.offsetTable``: a map keyed by MessageQueue, or (``ResetOffsetBodyForC``) a list of
+    {topic, brokerName, queueId, offset}."""
+    if not body:
+        return {}
+    table = loads_object_keys(body).get("offsetTable") or {}
+    if isinstance(table, list):
+        return {_queue_of(entry): int(entry["offset"]) for entry in table}
+    return {_queue_of(key): int(offset) for key, offset in table.items()}
+
+
+def encode_offset_table(table: dict[MessageQueue, int]) -> dict[RawJson, int]:
+    """A MessageQueue-keyed offset map as fastjson writes it (keys ``{"brokerName":..,"queueId":..,"topic":..}``)."""
+    return {RawJson(dumps_java({"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic})
+                    .decode("utf-8")): offset for mq, offset in table.items()}
+
+
+def reset_offset_request(instance: Any, request: RemotingCommand) -> None:
+    """RESET_CONSUMER_CLIENT_OFFSET (``ClientRemotingProcessor.resetOffset``, a oneway request): the group's push
+    consumer resets the listed queues of the topic (``reset_offset``)."""
+    try:
+        offsets = decode_offset_table(request.body)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    topic, group = request.field("topic"), request.field("group")
+    consumer = instance.consumers.get(group) if group is not None else None
+    if topic is None or consumer is None or getattr(consumer, "role", "") != "push_consumer":
+        return None  # "[reset-offset] consumer dose not exist"
+    reset_offset(consumer, topic, offsets)
+    return None
+
+
+def reset_offset(consumer: Any, topic: str, offsets: dict[MessageQueue, int]) -> None:
+    """``MQClientInstance.resetOffset``, synchronized on the client instance: a reset waits for the one under way
+    (``begin_reset``, then ``apply_reset`` ``RESET_OFFSET_CLIENT_WAIT_MS`` later)."""
+    resets = _RESETS.setdefault(consumer.instance, [])
+    resets.append((consumer, topic, offsets))
+    if len(resets) == 1:
+        begin_reset(resets)
+
+
+# The resets a client instance has received and not yet applied, the first one under way (per instance).
+Reset = tuple[Any, str, dict[MessageQueue, int]]
+_RESETS: weakref.WeakKeyDictionary[Any, list[Reset]] = weakref.WeakKeyDictionary()
+
+
+def begin_reset(resets: list[Reset]) -> None:
+    """The first reset of ``resets`` starts: suspend the consumer, mark the listed ProcessQueues of the topic
+    dropped and clear them."""
+    consumer, topic, offsets = resets[0]
+    consumer.pause = True
+    for mq, pq in consumer.rebalance.process_queue_table.items():
+        if mq.topic == topic and mq in offsets:
+            pq.dropped = True
+            pq.clear()
+    consumer.runtime.call_later(RESET_OFFSET_CLIENT_WAIT_MS, lambda: apply_reset(resets))
+
+
+def apply_reset(resets: list[Reset]) -> None:
+    """The first reset of ``resets`` ends: each listed queue still in processQueueTable gets its offset
+    (``updateConsumeOffset``: not increase-only) and leaves the table (``removeUnnecessaryMessageQueue``: persist,
+    removeOffset); the consumer resumes (and rebalances); the next reset starts."""
+    consumer, topic, offsets = resets[0]
+    table = consumer.rebalance.process_queue_table
+    try:
+        if consumer.alive():
+            for mq in [m for m in table if m.topic == topic and m in offsets]:
+                consumer.offset_store.update_offset(mq, offsets[mq], False)
+                consumer.rebalance.remove_unnecessary_message_queue(mq, table[mq])
+                del table[mq]
+    finally:
+        resets.pop(0)
+        consumer.pause = False
+        consumer.do_rebalance()
+        if resets:
+            begin_reset(resets)
+
+
+def consumer_status_request(instance: Any, request: RemotingCommand) -> RemotingCommand:
+    """GET_CONSUMER_STATUS_FROM_CLIENT (``ClientRemotingProcessor.getConsumeStatus``): the group's memory offsets
+    of the topic (``cloneOffsetTable``; a push consumer's only, as 4.9.8's ``getConsumerStatus`` gives a lite pull
+    consumer's as empty) in a ``GetConsumerStatusBody``."""
+    topic, group = request.field("topic"), request.field("group")
+    consumer = instance.consumers.get(group) if group is not None else None
+    table: dict[MessageQueue, int] = {}
+    if consumer is not None and getattr(consumer, "role", "") == "push_consumer" and consumer.offset_store:
+        table = consumer.offset_store.clone_offset_table(topic)
+    body = {"consumerTable": {}, "messageQueueTable": encode_offset_table(table)}
+    return request.response(ResponseCode.SUCCESS, body=dumps_java(body))
+
+
+__all__ = [
+    "LocalFileOffsetStore",
+    "OffsetStore",
+    "RemoteBrokerOffsetStore",
+    "apply_reset",
+    "begin_reset",
+    "consumer_status_request",
+    "decode_offset_table",
+    "decode_offsets",
+    "encode_offset_table",
+    "encode_offsets",
+    "loads_object_keys",
+    "reset_offset",
+    "reset_offset_request",
+]

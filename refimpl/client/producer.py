@@ -158,6 +158,8 @@ class Producer:
             raise MQClientError(f"The producer service state not OK, maybe started once, {self.state}"
                                 + suggest_todo())
         self.state = ServiceState.START_FAILED
+        # DefaultMQProducer.start: the group lives in the client's namespace from here on (and is checked so).
+        self.group = self.instance.config.with_namespace(self.group)
         check_group(self.group)
         if self.group == DEFAULT_PRODUCER_GROUP:
             raise MQClientError(f"producerGroup can not equal {DEFAULT_PRODUCER_GROUP}, please specify another one.")
@@ -246,20 +248,31 @@ class Producer:
         return _sync_result(self.runtime.wait(future))
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
-        """The queues a send to ``topic`` would choose from (fetching the route if needed)."""
+        """The queues a send to ``topic`` would choose from (fetching the route if needed), named by the topic
+        outside the namespace (``MQAdminImpl.parsePublishMessageQueues``)."""
+        cfg = self.instance.config
 
         def start() -> Future[list[MessageQueue]]:
             result: Future[list[MessageQueue]] = Future()
             def found(f: Future[TopicPublishInfo | None]) -> None:
                 info = f.result()
-                result.set_result(list(info.queues) if info is not None else [])
+                result.set_result([self._queue_without_namespace(q) for q in info.queues] if info is not None else [])
 
-            self._find_publish_info(topic).add_done_callback(found)
+            self._find_publish_info(cfg.with_namespace(topic)).add_done_callback(found)
             return result
 
         return self.runtime.wait(self.runtime.submit(start))
 
     # internals ------------------------------------------------------------------------------------------------------
+    def _queue_without_namespace(self, mq: MessageQueue) -> MessageQueue:
+        topic = self.instance.config.without_namespace(mq.topic)
+        return mq if topic == mq.topic else MessageQueue(topic, mq.broker_name, mq.queue_id)
+
+    def _queue_with_namespace(self, mq: MessageQueue) -> MessageQueue:
+        """``ClientConfig.queueWithNamespace``: a queue the user names, as the brokers know it."""
+        topic = self.instance.config.with_namespace(mq.topic)
+        return mq if topic == mq.topic else MessageQueue(topic, mq.broker_name, mq.queue_id)
+
     def _timeout(self, timeout_ms: int | None) -> int:
         return self.config.send_msg_timeout_ms if timeout_ms is None else timeout_ms
 
@@ -282,11 +295,13 @@ class Producer:
             for m in msgs:
                 check_message(m, self.config.max_message_size)
                 self._set_uniq_id(m.properties)
+                # Each message's topic goes into the namespace after its check; the batch's too (below).
+                m.topic = self.instance.config.with_namespace(m.topic)
             body = encode_batch(msgs)
         except (ValueError, MQClientError) as error:
             raise MQClientError("Failed to initiate the MessageBatch", cause=error) from None
         props = {Property.WAIT_STORE_MSG_OK: "true" if first.wait_store_msg_ok else "false"}
-        return _Outgoing(first.topic, props, body, 0, msgs)
+        return _Outgoing(self.instance.config.with_namespace(first.topic), props, body, 0, msgs)
 
     def _set_uniq_id(self, properties: dict[str, str]) -> None:
         """``MessageClientIDSetter.setUniqID``: only when the message has none."""
@@ -300,6 +315,9 @@ class Producer:
             if mode is CommunicationMode.ASYNC:
                 return self._async_outcome(_failed_future(error), callback)
             return _failed_future(error)
+        # DefaultMQProducer.send: the user's message takes the wrapped topic before any check (each attempt gives it
+        # back unwrapped, ``_Send``); a message the checks refuse keeps it.
+        msg.topic = self.instance.config.with_namespace(msg.topic)
         return self._dispatch(_Outgoing.of(msg), mode, timeout_ms, queue, selector, arg, callback, msg)
 
     def _dispatch(self, out: _Outgoing, mode: CommunicationMode, timeout_ms: int | None, queue: MessageQueue | None,
@@ -310,7 +328,7 @@ class Producer:
             self._async_outcome(user, callback)
         send = _Send(self, out, mode, self._timeout(timeout_ms), user, msg)
         if queue is not None:
-            send.to_queue(queue)
+            send.to_queue(self._queue_with_namespace(queue))
         elif selector is not None:
             send.with_selector(selector, arg)
         else:
@@ -361,6 +379,8 @@ class Producer:
         result: Future[SendResult | None] = Future()
         if out.batch is None:
             self._set_uniq_id(out.properties)
+        if self.instance.config.namespace is not None:
+            out.properties[Property.INSTANCE_ID] = self.instance.config.namespace
         self.events.emit(self._attempt_event(out, mq.broker_name, mq.queue_id, attempt, mode,
                                              budget_ms if budget_ms is not None else timeout_ms))
 
@@ -469,8 +489,10 @@ class Producer:
             raise RemotingCommandError(str(error)) from None
         region = response.field(PROPERTY_MSG_REGION) or DEFAULT_TRACE_REGION_ID
         trace_on = response.field(PROPERTY_TRACE_SWITCH) != "false"
+        # The result names the topic outside the namespace again.
+        topic = self.instance.config.without_namespace(out.topic)
         return SendResult(status=status, msg_id=out.uniq_id(), offset_msg_id=msg_id,
-                          queue=MessageQueue(out.topic, broker_name, queue_id), queue_offset=queue_offset,
+                          queue=MessageQueue(topic, broker_name, queue_id), queue_offset=queue_offset,
                           transaction_id=response.field("transactionId"), region_id=region, trace_on=trace_on)
 
     def _attempt_event(self, out: _Outgoing, broker: str, queue_id: int, attempt: int, mode: CommunicationMode,

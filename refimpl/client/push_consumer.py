@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from rocketspec.refimpl.client.allocate import make_strategy
 from rocketspec.refimpl.client.consume_service import (
     ConsumeMessageConcurrentlyService,
@@ -39,8 +41,11 @@ from rocketspec.refimpl.client.consume_service import (
 )
 from rocketspec.refimpl.client.consumer_config import (
     ConsumerConfig,
+    MessageSelector,
     SubscriptionData,
+    build_selector_subscription,
     build_subscription,
+    check_client_in_broker,
 )
 from rocketspec.refimpl.client.errors import MQBrokerError, MQClientError
 from rocketspec.refimpl.client.offset_store import LocalFileOffsetStore, RemoteBrokerOffsetStore
@@ -105,6 +110,8 @@ class PushConsumer:
         self.shut_down = False
         self.pause = False
         self._start_done = False
+        # The MQClientException a Java start throws when CHECK_CLIENT_CONFIG refuses a subscription (FILTER-25).
+        self.check_error: MQClientError | None = None
         self._needs_rebalance = False
         self._rebalance_wanted = 0
         self._subscriptions: dict[str, SubscriptionData] = {}
@@ -139,10 +146,16 @@ class PushConsumer:
         return self.running and not self.instance.stopped
 
     # ------------------------------------------------------------------------------------------------ user API
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"A || B"``)."""
+    def subscribe(self, topic: str, expression: str | MessageSelector | None = "*") -> None:
+        """Subscribe to ``topic`` with a tag expression (``"*"``, ``"A || B"``) or a ``MessageSelector``
+        (``MessageSelector.by_sql``: an SQL92 expression; ``FilterAPI.build``); a namespace wraps the topic."""
+        topic = self.instance.config.with_namespace(topic)
+
         def run() -> None:
-            sub = build_subscription(topic, expression, self.runtime.now_ms())
+            if isinstance(expression, MessageSelector):
+                sub = build_selector_subscription(topic, expression, self.runtime.now_ms())
+            else:
+                sub = build_subscription(topic, expression, self.runtime.now_ms())
             self._subscriptions[topic] = sub
             if self.rebalance is not None:
                 self.rebalance.subscription_inner[topic] = sub
@@ -152,6 +165,8 @@ class PushConsumer:
         self.runtime.submit(run)
 
     def unsubscribe(self, topic: str) -> None:
+        topic = self.instance.config.with_namespace(topic)
+
         def run() -> None:
             self._subscriptions.pop(topic, None)
             if self.rebalance is not None:
@@ -202,6 +217,8 @@ class PushConsumer:
     def _start(self) -> None:
         if self.running or self.shut_down:
             raise MQClientError("The PushConsumer service state not OK, maybe started once")
+        # DefaultMQPushConsumer.start: the group goes into the namespace (and is checked so); its retry topic too.
+        self.config.group = self.group = self.instance.config.with_namespace(self.config.group)
         self.config.validate()
         if not self._subscriptions:
             raise MQClientError("subscription is null: subscribe to a topic before start")
@@ -242,7 +259,16 @@ class PushConsumer:
         def routed() -> None:
             if not self.alive():
                 return
-            self.instance.send_heartbeat_to_all_brokers().add_done_callback(lambda _f: self._started())
+            check_client_in_broker(self.instance, self.group, [self.rebalance.subscription_inner[t] for t in sorted(
+                self.rebalance.subscription_inner)], self.instance.config.mq_client_api_timeout_ms
+            ).add_done_callback(checked)
+
+        def checked(f: Future[MQClientError | None]) -> None:
+            # checkClientInBroker: a failure is what Java's start throws (kept as check_error); the heartbeat and
+            # rebalance of the start are skipped, the periodic ones run on.
+            self.check_error = f.result()
+            if self.check_error is None and self.alive():
+                self.instance.send_heartbeat_to_all_brokers().add_done_callback(lambda _f: self._started())
 
         when_all(routes, routed)
 
@@ -499,10 +525,15 @@ class PushConsumer:
             self._task_later(OFFSET_ILLEGAL_REMOVE_DELAY_MS, fix, daemon=False)
 
     # ------------------------------------------------------------------------------------------------ send back
-    def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue) -> Future[bool]:
+    def send_message_back(self, msg: MessageExt, delay_level: int, mq: MessageQueue,
+                          shared: dict[str, str] | None = None) -> Future[bool]:
         """``sendMessageBack``: CONSUMER_SEND_MSG_BACK to the master of the queue's broker; if it fails, send the
-        message to ``%RETRY%<group>`` with the client's producer. True when one of them worked."""
+        message to ``%RETRY%<group>`` with the client's producer. True when one of them worked. ``shared``: the
+        consumed message's property map, which the fallback's message takes as its own (``setProperties``): what the
+        send sets stays in it."""
         result: Future[bool] = Future()
+        # The message goes back under its topic in the namespace (ConsumeMessageConcurrentlyService.sendMessageBack).
+        msg = attrs.evolve(msg, topic=self.instance.config.with_namespace(msg.topic))
         max_times = self.config.push_max_reconsume_times()
         addr = self.instance.find_broker_addr(mq.broker_name, MASTER_ID)
         request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
@@ -524,14 +555,16 @@ class PushConsumer:
                                      max_times)
                 result.set_result(True)
                 return
-            self._client_send_back(msg, max_times, result)
+            self._client_send_back(msg, max_times, result, shared)
 
         self.instance.invoke(addr, request, SEND_BACK_TIMEOUT_MS).add_done_callback(answered)
         return result
 
-    def _client_send_back(self, msg: MessageExt, max_times: int, result: Future[bool]) -> None:
+    def _client_send_back(self, msg: MessageExt, max_times: int, result: Future[bool],
+                          shared: dict[str, str] | None = None) -> None:
         """The fallback of ``sendMessageBack``: a new message to the retry topic, delay level 3 + reconsumeTimes."""
-        props = dict(msg.properties)  # setProperties: the received message's properties (no ORIGIN_MESSAGE_ID)
+        # setProperties: the received message's properties (no ORIGIN_MESSAGE_ID), its own map when shared.
+        props = shared if shared is not None else dict(msg.properties)
         props[Property.RETRY_TOPIC] = msg.topic
         props[Property.RECONSUME_TIME] = str(msg.reconsume_times + 1)
         props[Property.MAX_RECONSUME_TIMES] = str(max_times)
@@ -539,6 +572,8 @@ class PushConsumer:
         delay = 3 + msg.reconsume_times
         props[Property.DELAY_TIME_LEVEL] = str(delay)
         new_msg = Message(retry_topic(self.group), msg.body, properties=props, flag=msg.flag)
+        if shared is not None:
+            new_msg.properties = props  # the producer's first attempt moves RECONSUME_TIME / MAX into the header
         target = dlq_topic(self.group) if msg.reconsume_times + 1 >= max_times else retry_topic(self.group)
 
         def sent(ok: bool) -> None:
@@ -550,11 +585,13 @@ class PushConsumer:
 
         self.send_with_client_producer(new_msg, sent)
 
-    def send_orderly_message_back(self, msg: MessageExt, max_times: int) -> Future[bool]:
+    def send_orderly_message_back(self, msg: MessageExt, max_times: int,
+                                  shared: dict[str, str] | None = None) -> Future[bool]:
         """``ConsumeMessageOrderlyService.sendMessageBack``: past the reconsume limit, send the message to the retry
-        topic with RECONSUME_TIME = its count, which the broker puts into the dead-letter queue."""
+        topic with RECONSUME_TIME = its count, which the broker puts into the dead-letter queue. ``shared``: the
+        consumed message's property map, which the new message takes as its own (``setProperties``)."""
         result: Future[bool] = Future()
-        props = dict(msg.properties)
+        props = shared if shared is not None else dict(msg.properties)
         if not props.get(Property.ORIGIN_MESSAGE_ID):
             props[Property.ORIGIN_MESSAGE_ID] = msg.msg_id
         props[Property.RETRY_TOPIC] = msg.topic
@@ -564,6 +601,8 @@ class PushConsumer:
         delay = 3 + msg.reconsume_times
         props[Property.DELAY_TIME_LEVEL] = str(delay)
         new_msg = Message(retry_topic(self.group), msg.body, properties=props, flag=msg.flag)
+        if shared is not None:
+            new_msg.properties = props
         target = dlq_topic(self.group) if msg.reconsume_times >= max_times else retry_topic(self.group)
 
         def sent(ok: bool) -> None:

@@ -189,7 +189,7 @@ class RebalanceImpl(abc.ABC):
             self._apply(topic, set(mq_set), set(mq_set), is_order, done)
             return done
 
-        def with_ids(f: Future[list[str]]) -> None:
+        def with_ids(f: Future[list[str] | None]) -> None:
             cid_all = f.result() if f.exception() is None else None
             if not self.alive() or mq_set is None or cid_all is None:
                 done.set_result(None)
@@ -205,7 +205,9 @@ class RebalanceImpl(abc.ABC):
             self._emit_assign(topic, strategy_name(self.strategy), tuple(ids), result_set, mq_all)
             self._apply(topic, set(mq_set), result_set, is_order, done)
 
-        self.instance.find_consumer_ids(topic, self.group).add_done_callback(with_ids)
+        # findConsumerIdList gives null when the list cannot be fetched: the topic is skipped (even by CONFIG, which
+        # would allocate from an empty list).
+        self.instance.find_consumer_id_list(topic, self.group).add_done_callback(with_ids)
         return done
 
     def _emit_assign(self, topic: str, strategy: str, consumers: tuple[str, ...], queues: Iterable[MessageQueue],

@@ -9,6 +9,7 @@ queue each attempt takes, and the result or error the user gets.
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 from rocketspec.refimpl.client.errors import (
@@ -102,6 +103,12 @@ class _Send:
     def _succeed(self, result: SendResult | None) -> None:
         self.user.set_result(result)
 
+    def _unwrap_user_topic(self, _f: Future[SendResult | None] | None = None) -> None:
+        """``sendKernelImpl``'s finally: once an attempt is made, the user's message shows its topic outside the
+        namespace again (``out`` keeps the wrapped one for the next attempt, as the resend's re-wrap does)."""
+        if self.msg is not None:
+            self.msg.topic = self.p.instance.config.without_namespace(self.msg.topic)
+
     def _precheck(self) -> bool:
         try:
             self.p._make_sure_state_ok()
@@ -145,8 +152,10 @@ class _Send:
             self.call_timeout = True
             self._exhausted()
             return
-        self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,
-                       self._adopt, self.timeout).add_done_callback(self._attempt_done)
+        attempt = self.p._kernel(self.out, self.mq, self.mode, self.info, self.timeout - cost, self.times + 1,
+                                 self._adopt, self.timeout)
+        attempt.add_done_callback(self._unwrap_user_topic)
+        attempt.add_done_callback(self._attempt_done)
 
     def _adopt(self, sender: _AsyncSend) -> None:
         sender.user = self.user
@@ -216,8 +225,10 @@ class _Send:
             self._fail(RemotingTooMuchRequestError("sendDefaultImpl call timeout"))
             return
         sent = ", ".join("null" if b is None else b for b in self.brokers_sent)
+        # The message's topic, which the last attempt gave back unwrapped.
+        topic = self.p.instance.config.without_namespace(self.out.topic)
         info = (f"Send [{self.times}] times, still failed, cost [{self.runtime.now_ms() - self.begin_first}]ms, "
-                f"Topic: {self.out.topic}, BrokersSent: [{sent}]" + suggest_todo())
+                f"Topic: {topic}, BrokersSent: [{sent}]" + suggest_todo())
         error = self.exception
         if isinstance(error, MQBrokerError):
             code = error.code
@@ -242,7 +253,17 @@ class _Send:
                 return
             try:
                 target = self.msg if self.msg is not None else Message(self.out.topic, self.out.body)
-                mq = selector(list(info.queues), target, arg)
+                queues = list(info.queues)
+                if self.p.instance.config.namespace:
+                    # The selector sees the queues and a copy of the message outside the namespace; the queue it
+                    # picks goes back in (sendSelectImpl, queueWithNamespace).
+                    target = copy.copy(target)
+                    target.properties = dict(target.properties)
+                    target.topic = self.p.instance.config.without_namespace(target.topic)
+                    queues = [self.p._queue_without_namespace(q) for q in queues]
+                mq = selector(queues, target, arg)
+                if mq is not None:
+                    mq = self.p._queue_with_namespace(mq)
             except Exception as error:  # user code: Java wraps any Throwable
                 self._fail(MQClientError("select message queue threw exception.", cause=error))
                 return
@@ -289,8 +310,9 @@ class _Send:
                 self.p._emit_result(self.out, mq, 1, final=True, oneway=True, latency_ms=latency)
                 self._succeed(None)
 
-        self.p._kernel(self.out, mq, self.mode, None, timeout_ms, 1, self._adopt, self.timeout
-                       ).add_done_callback(done)
+        attempt = self.p._kernel(self.out, mq, self.mode, None, timeout_ms, 1, self._adopt, self.timeout)
+        attempt.add_done_callback(self._unwrap_user_topic)
+        attempt.add_done_callback(done)
 
 
 class _AsyncSend:

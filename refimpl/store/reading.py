@@ -156,7 +156,8 @@ class StoreReads:
         that answers an entry stored exactly at ``timestamp_ms`` if it meets one, else the entry nearest in time among
         the last one before and the first one after (the earlier on a tie); the first entry if all are later, the
         last entry (not the max offset) if all are earlier. 0 for an unknown or empty queue, and 0 when a message
-        cannot be read. Entries whose message was deleted count as earlier, as in Java.
+        cannot be read. Entries whose message was deleted count as earlier, as in Java; when all of them were, the
+        first file's first offset - 1 (0 at least), as Java's arithmetic on a byte offset of -1 gives.
 
         4.9.8 searches the one consume-queue file whose time covers ``timestamp_ms`` (300,000 entries per file); this
         queue is searched whole, which is the same answer while a queue holds one file's worth of entries.
@@ -187,6 +188,11 @@ class StoreReads:
             else:
                 low, left, left_time = mid + 1, mid, stored
         if left_time == -1:
+            if right == -1:
+                # Every entry's commit-log data is gone: Java answers (fileFromOffset + rightOffset) / 20 with
+                # rightOffset still -1 (bytes), the file's first offset - 1, which its integer division makes 0 at
+                # the start of the queue.
+                return max(cq.first_file * cq.entries - 1, 0)
             return right
         if right_time == -1:
             return left

@@ -22,12 +22,9 @@ from rocketspec.spec.protocol import (
     RANDOM_QUEUE_ID_BOUND,  # noqa: F401  (a contract names it: CrossHair evaluates it here)
     RETRY_GROUP_TOPIC_PREFIX,
     STORED_MESSAGE_RESERVE_BYTES,
-    SYS_CONSUMER_GROUP_PREFIX,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
     SYSFLAG_TRANSACTION_MASK,
-    SYSTEM_TOPIC_PREFIX,
-    SYSTEM_TOPICS,
     TOPIC_MAX_LENGTH,
     VALID_TOPIC_CHARS,
     Property,
@@ -35,7 +32,6 @@ from rocketspec.spec.protocol import (
     ResponseCode,
     suggest_todo,
 )
-from rocketspec.spec.rebalance import broker_lock_granted
 
 # Request codes a 4.9.8 broker serves: its registered processors and AdminBrokerProcessor's switch.
 BROKER_REQUEST_CODES: frozenset[int] = frozenset({
@@ -90,9 +86,10 @@ def validate_topic(topic: str) -> str | None:
 
 
 @CLAUSES.oracle("BRK-1")
-def send_check(topic: str, broker_writable: bool, order_topic: bool) -> tuple[ResponseCode, str] | None:
-    """The first of msgCheck's name and permission checks that fails, as (code, remark without the broker ip),
-    or None when the send goes on to the topic lookup (BRK-1).
+def send_check(topic: str, broker_writable: bool, order_topic: bool, broker_ip: str = "<ip>"
+               ) -> tuple[ResponseCode, str] | None:
+    """The first of msgCheck's name and permission checks that fails, as (code, remark), or None when the send goes
+    on to the topic lookup (BRK-1). ``broker_ip`` is the broker's brokerIP1.
 
     pre: len(topic) <= 130
     post: __return__ is None or __return__[0] in (ResponseCode.NO_PERMISSION, ResponseCode.SYSTEM_ERROR)
@@ -101,7 +98,7 @@ def send_check(topic: str, broker_writable: bool, order_topic: bool) -> tuple[Re
     post: (not broker_writable and order_topic) or validate_topic(topic) is None or __return__ == (ResponseCode.SYSTEM_ERROR, validate_topic(topic))
     """  # noqa: E501
     if not broker_writable and order_topic:
-        return ResponseCode.NO_PERMISSION, "sending message is forbidden"
+        return ResponseCode.NO_PERMISSION, f"the broker[{broker_ip}] sending message is forbidden"
     remark = validate_topic(topic)
     if remark is not None:
         return ResponseCode.SYSTEM_ERROR, remark
@@ -110,13 +107,17 @@ def send_check(topic: str, broker_writable: bool, order_topic: bool) -> tuple[Re
     return None
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class TopicConf:
-    """A topic's queue numbers and perm (``TopicConfig``)."""
+    """A topic's queue numbers and perm, and its filter type (MULTI_TAG or not), topicSysFlag and order flag
+    (``TopicConfig``)."""
 
     read_queue_nums: int
     write_queue_nums: int
     perm: int
+    multi_tag: bool = False
+    sys_flag: int = 0
+    order: bool = False
 
 
 @CLAUSES.oracle("BRK-2")
@@ -126,18 +127,21 @@ def topic_created_on_send(
     default_is_auto_create_key: bool,
     auto_create_topic_enable: bool,
     requested_queue_nums: int,
+    topic_sys_flag: int = 0,
 ) -> TopicConf | None:
-    """The config a send creates for a topic the broker lacks, or None (TOPIC_NOT_EXIST) (BRK-2).
+    """The config a send creates for a topic the broker lacks, or None (TOPIC_NOT_EXIST) (BRK-2); it takes the
+    default topic's filter type and ``topic_sys_flag`` (BRK-23).
 
     ``default_topic`` is the broker's config of the request's default topic (None: it has none);
     ``default_is_auto_create_key``: that default topic is TBW102.
 
-    pre: -4 <= requested_queue_nums <= 64
+    pre: -4 <= requested_queue_nums <= 64 and 0 <= topic_sys_flag <= 3
     pre: default_topic is None or 0 <= default_topic.perm <= 15
     post: __return__ is None or __return__.perm & PERM_INHERIT == 0
     post: __return__ is None or __return__.read_queue_nums == __return__.write_queue_nums >= 0
+    post: __return__ is None or __return__.sys_flag == topic_sys_flag
     post: __return__ is not None or not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-    post: default_topic is None or not (default_topic.perm & PERM_INHERIT) or (default_is_auto_create_key and not auto_create_topic_enable) or __return__ == TopicConf(max(0, min(requested_queue_nums, default_topic.write_queue_nums)), max(0, min(requested_queue_nums, default_topic.write_queue_nums)), default_topic.perm & ~PERM_INHERIT)
+    post: default_topic is None or not (default_topic.perm & PERM_INHERIT) or (default_is_auto_create_key and not auto_create_topic_enable) or (__return__ is not None and (__return__.read_queue_nums, __return__.write_queue_nums, __return__.perm, __return__.multi_tag) == (max(0, min(requested_queue_nums, default_topic.write_queue_nums)), max(0, min(requested_queue_nums, default_topic.write_queue_nums)), default_topic.perm & ~PERM_INHERIT, default_topic.multi_tag))
     """  # noqa: E501
     if default_topic is not None:
         perm = default_topic.perm
@@ -145,9 +149,9 @@ def topic_created_on_send(
             perm = PERM_READ | PERM_WRITE
         if perm & PERM_INHERIT:
             queues = max(0, min(requested_queue_nums, default_topic.write_queue_nums))
-            return TopicConf(queues, queues, perm & ~PERM_INHERIT)
+            return TopicConf(queues, queues, perm & ~PERM_INHERIT, default_topic.multi_tag, topic_sys_flag)
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return TopicConf(1, 1, PERM_READ | PERM_WRITE)
+        return TopicConf(1, 1, PERM_READ | PERM_WRITE, sys_flag=topic_sys_flag)
     return None
 
 
@@ -172,6 +176,29 @@ def send_queue_id(queue_id: int, read_queue_nums: int, write_queue_nums: int, dr
     if queue_id < 0:
         return draw % write_queue_nums
     return queue_id
+
+
+def perm_text(perm: int) -> str:
+    """``PermName.perm2String``: R, W and X for the read, write and inherit bits, ``-`` for each missing one."""
+    return (("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-")
+            + ("X" if perm & PERM_INHERIT else "-"))
+
+
+@CLAUSES.oracle("BRK-3")
+def illegal_queue_remark(queue_id: int, topic: str, conf: TopicConf, producer: str) -> str:
+    """The SYSTEM_ERROR remark of a send to an illegal queue id: the id, ``TopicConfig.toString`` and the producer's
+    address (BRK-3).
+
+    pre: 0 <= conf.perm <= 7 and len(topic) <= 8
+    post: __return__.startswith(f"request queueId[{queue_id}] is illegal, TopicConfig [topicName={topic}, ")
+    post: __return__.endswith(f"order={'true' if conf.order else 'false'}] Producer: {producer}")
+    post: f"readQueueNums={conf.read_queue_nums}, writeQueueNums={conf.write_queue_nums}, perm={perm_text(conf.perm)}" in __return__
+    """  # noqa: E501
+    filter_type = "MULTI_TAG" if conf.multi_tag else "SINGLE_TAG"
+    return (f"request queueId[{queue_id}] is illegal, TopicConfig [topicName={topic}, "
+            f"readQueueNums={conf.read_queue_nums}, writeQueueNums={conf.write_queue_nums}, "
+            f"perm={perm_text(conf.perm)}, topicFilterType={filter_type}, topicSysFlag={conf.sys_flag}, "
+            f"order={'true' if conf.order else 'false'}] Producer: {producer}")
 
 
 class RequestKind(enum.Enum):
@@ -228,6 +255,48 @@ def message_illegal(
         return True
     length = stored_message_length(body_len, len(topic.encode("utf-8")), props, sys_flag)
     return length > max_message_size + STORED_MESSAGE_RESERVE_BYTES
+
+
+def illegal_message_remark(max_message_size: int) -> str:
+    """The remark of a send the store refuses with MESSAGE_ILLEGAL (BRK-5)."""
+    return (f"the message is illegal, maybe msg body or properties length not matched. msg body length limit "
+            f"{max_message_size}B, msg properties length limit 32KB.")
+
+
+@CLAUSES.oracle("BRK-5")
+def properties_length(properties: tuple[tuple[str, str], ...]) -> int:
+    """The UTF-8 length of ``messageProperties2String`` of these properties: ``name\\x01value`` joined by
+    ``\\x02`` (BRK-5).
+
+    pre: len(properties) <= 3
+    post: __return__ == len(chr(2).join(f"{k}{chr(1)}{v}" for k, v in properties).encode("utf-8"))
+    post: properties != () or __return__ == 0
+    """
+    if not properties:
+        return 0
+    return sum(len(k.encode("utf-8")) + len(v.encode("utf-8")) + 1 for k, v in properties) + len(properties) - 1
+
+
+@CLAUSES.oracle("BRK-7")
+def batch_body_length(entries: tuple[tuple[int, int], ...]) -> int:
+    """The length of a batch body (``MessageDecoder.encodeMessages``) of messages with these (body length,
+    properties length): each a 20-byte header, the body, a 2-byte properties length and the properties (BRK-7).
+
+    pre: len(entries) <= 4 and all(b >= 0 and p >= 0 for b, p in entries)
+    post: __return__ == sum(22 + b + p for b, p in entries)
+    """
+    return sum(4 + 4 + 4 + 4 + 4 + body + 2 + props for body, props in entries)
+
+
+@CLAUSES.oracle("BRK-7")
+def batch_stored_properties_length(own: int, batch: int) -> int:
+    """The properties length of one message of a stored batch: its own, the batch's (the header's properties and
+    CLUSTER) appended, with a separator between when both are there (``MessageExtBatchEncoder``) (BRK-7).
+
+    pre: own >= 0 and batch >= 0
+    post: __return__ == own + batch + (1 if own > 0 and batch > 0 else 0)
+    """
+    return own + batch + (1 if own > 0 and batch > 0 else 0)
 
 
 @CLAUSES.oracle("BRK-6")
@@ -381,6 +450,19 @@ def index_hash(topic: str, key: str) -> int:
     return 0 if h >= 2**31 else h
 
 
+@CLAUSES.oracle("BRK-12")
+def index_time(first_store_time: int, store_time: int) -> int:
+    """The time an index entry is read back with: the index's first store time plus the whole seconds since then
+    (``IndexFile.putKey`` keeps seconds; a lookup compares ``beginTimestamp + timeDiff * 1000``) (BRK-12).
+
+    pre: 0 <= first_store_time <= store_time <= first_store_time + 10**7
+    post: first_store_time <= __return__ <= store_time
+    post: (__return__ - first_store_time) % 1000 == 0
+    post: store_time - __return__ < 1000
+    """
+    return first_store_time + (store_time - first_store_time) // 1000 * 1000
+
+
 @attrs.frozen
 class IndexedMessage:
     """A stored message as the index sees it: topic, KEYS, UNIQ_KEY, index time, commit-log offset."""
@@ -432,136 +514,3 @@ def view_message_answer(commit_log_offset: int, stored_offsets: tuple[int, ...])
     if commit_log_offset in stored_offsets:
         return ResponseCode.SUCCESS, None
     return ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {commit_log_offset}"
-
-
-# --------------------------------------------------------------------------------------------- client registry
-@CLAUSES.oracle("BRK-13")
-def consumer_list_answer(client_ids: tuple[str, ...], group: str) -> tuple[ResponseCode, tuple[str, ...] | str]:
-    """GET_CONSUMER_LIST_BY_GROUP: (SUCCESS, client ids) or (SYSTEM_ERROR, remark) (BRK-13).
-
-    pre: len(client_ids) <= 3
-    post: (__return__[0] is ResponseCode.SUCCESS) == (client_ids != ())
-    post: __return__[0] is not ResponseCode.SUCCESS or __return__[1] == client_ids
-    post: __return__[0] is ResponseCode.SUCCESS or __return__[1] == "no consumer for this group, " + group
-    """
-    if client_ids:
-        return ResponseCode.SUCCESS, client_ids
-    return ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {group}"
-
-
-class GroupEvent(enum.Enum):
-    """What changed a consumer group's connections."""
-
-    HEARTBEAT = "HEARTBEAT"
-    UNREGISTER = "UNREGISTER"
-    CHANNEL_CLOSED = "CHANNEL_CLOSED"
-
-
-@CLAUSES.oracle("BRK-14")
-def notify_targets(
-    event: GroupEvent, changed: bool, connections_after: tuple[str, ...], group_notify: bool, broker_notify: bool
-) -> tuple[str, ...]:
-    """The connections sent NOTIFY_CONSUMER_IDS_CHANGED after an event in a consumer group (BRK-14).
-
-    ``changed``: for a heartbeat, a connection was added or the subscribed topics changed; for an unregistration,
-    the group was registered at the broker; for a closed connection, it was one of the group's.
-
-    pre: len(connections_after) <= 3
-    post: broker_notify or __return__ == ()
-    post: changed or __return__ == ()
-    post: __return__ == () or __return__ == connections_after
-    post: event is not GroupEvent.CHANNEL_CLOSED or not (changed and broker_notify) or __return__ == connections_after
-    post: event is GroupEvent.CHANNEL_CLOSED or group_notify or __return__ == ()
-    """
-    if not changed or not broker_notify:
-        return ()
-    if event is not GroupEvent.CHANNEL_CLOSED and not group_notify:
-        return ()
-    return connections_after
-
-
-# ------------------------------------------------------------------------------------------------------- admin
-@CLAUSES.oracle("BRK-16")
-def lock_batch_answer(
-    requested: tuple[int, ...], holders: tuple[tuple[int, str, int], ...], client_id: str
-) -> tuple[int, ...]:
-    """LOCK_BATCH_MQ's lockOKMQSet: the requested queues (by id) the client holds after the request, given the
-    current ``holders`` as (queue, client id, idle ms) (BRK-16).
-
-    pre: len(requested) <= 3 and len(holders) <= 2 and all(h[2] >= 0 for h in holders)
-    pre: client_id in ("10.0.0.1@1", "10.0.0.2@2") and all(h[1] in ("10.0.0.1@1", "10.0.0.2@2") for h in holders)
-    post: set(__return__) <= set(requested)
-    post: all(q in __return__ for q in requested if not any(h[0] == q for h in holders))
-    post: all(q in __return__ for q in requested if any(h[0] == q and h[1] == client_id for h in holders))
-    """
-    granted: list[int] = []
-    for queue in dict.fromkeys(requested):
-        holder = next(((h[1], h[2]) for h in holders if h[0] == queue), None)
-        if broker_lock_granted(None if holder is None else holder[0], 0 if holder is None else holder[1], client_id):
-            granted.append(queue)
-    return tuple(granted)
-
-
-@CLAUSES.oracle("BRK-17")
-def is_system_topic(topic: str, broker_topics: tuple[str, ...] = ()) -> bool:
-    """``TopicValidator.isSystemTopic``: the built-in system topics, the ``rmq_sys_`` prefix, and the topics a
-    broker adds at start (``broker_topics``: its cluster, broker name, reply and trace topics) (BRK-17).
-
-    pre: len(broker_topics) <= 3
-    post: not topic.startswith(SYSTEM_TOPIC_PREFIX) or __return__
-    post: topic not in SYSTEM_TOPICS or __return__
-    post: not __return__ or topic in SYSTEM_TOPICS or topic in broker_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
-    """
-    return topic in SYSTEM_TOPICS or topic in broker_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
-
-
-@CLAUSES.oracle("BRK-17")
-def admin_topic_check(topic: str, broker_topics: tuple[str, ...] = ()) -> tuple[ResponseCode, str] | None:
-    """The refusal of UPDATE_AND_CREATE_TOPIC / DELETE_TOPIC_IN_BROKER for a topic name, or None (BRK-17).
-
-    pre: len(topic) <= 130 and len(broker_topics) <= 2
-    post: __return__ is None or __return__[0] is ResponseCode.SYSTEM_ERROR
-    post: (__return__ is None) == (validate_topic(topic) is None and not is_system_topic(topic, broker_topics))
-    """
-    remark = validate_topic(topic)
-    if remark is not None:
-        return ResponseCode.SYSTEM_ERROR, remark
-    if is_system_topic(topic, broker_topics):
-        return ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
-    return None
-
-
-@CLAUSES.oracle("BRK-18")
-def broker_config_body(config: tuple[tuple[str, str | None], ...]) -> str:
-    """GET_BROKER_CONFIG's body: ``key=value\\n`` for every key with a value, in the given order (BRK-18).
-
-    pre: len(config) <= 3 and all(chr(10) not in k and chr(10) not in (v or "") for k, v in config)
-    post: __return__.count(chr(10)) == sum(1 for _, v in config if v is not None)
-    post: all(f"{k}={v}" + chr(10) in __return__ for k, v in config if v is not None)
-    """
-    return "".join(f"{key}={value}\n" for key, value in config if value is not None)
-
-
-@CLAUSES.oracle("BRK-19")
-def unsupported_answer(code: int) -> tuple[ResponseCode, str] | None:
-    """The broker's answer to a request code it does not serve, or None for one it serves (BRK-19).
-
-    post: (__return__ is None) == (code in BROKER_REQUEST_CODES)
-    post: __return__ is None or __return__ == (ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {code} not supported")
-    post: code != RequestCode.REGISTER_BROKER or __return__ is not None
-    """  # noqa: E501
-    if code in BROKER_REQUEST_CODES:
-        return None
-    return ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {code} not supported"
-
-
-@CLAUSES.oracle("BRK-20")
-def group_config_exists(group: str, has_config: bool, auto_create_subscription_group: bool) -> bool:
-    """Whether the broker finds (or creates with defaults) a subscription group config; a pull, a send-back or a
-    send to the group's retry topic without one is SUBSCRIPTION_GROUP_NOT_EXIST (BRK-20).
-
-    post: not has_config or __return__
-    post: not auto_create_subscription_group or __return__
-    post: __return__ == (has_config or auto_create_subscription_group or group.startswith(SYS_CONSUMER_GROUP_PREFIX))
-    """
-    return has_config or auto_create_subscription_group or group.startswith(SYS_CONSUMER_GROUP_PREFIX)

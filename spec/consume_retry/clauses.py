@@ -199,5 +199,53 @@ CLAUSES = ClauseTable(
             " chain ends there.",
             "consequence of RETRY-7, RETRY-12, RETRY-19; seed 001 §6.2",
         ),
+        Clause(
+            "RETRY-28",
+            "A concurrent consumer cuts each batch it pulls from a queue (and each group it consumes again locally) "
+            "into consume requests of consumeMessageBatchMaxSize messages, the last one shorter, handed to the "
+            "listener in that order; a message leaves the process queue once consumed, sent back or dropped, and the "
+            "offset then committed (increase only) is the smallest offset still held, else one past the last pulled.",
+            "ConsumeMessageConcurrentlyService.submitConsumeRequest/processConsumeResult; ProcessQueue.removeMessage",
+        ),
+        Clause(
+            "RETRY-29",
+            "An orderly consumer hands a queue's messages to the listener in offset order, one batch per queue at "
+            "a time: the first min(consumeMessageBatchMaxSize, pulled and unfinished) messages from the first "
+            "unfinished one, so a suspended batch comes back first and whole; a batch that does not suspend commits "
+            "the offset one past it.",
+            "ConsumeMessageOrderlyService.ConsumeRequest.run/processConsumeResult; "
+            "ProcessQueue.takeMessages/commit/makeMessageToConsumeAgain",
+        ),
+        Clause(
+            "RETRY-30",
+            "The consumer's own send to %RETRY%<group> (the concurrent fallback, the orderly dead letter) shares the"
+            " consumed message's property map: consumed again afterwards, the message shows RETRY_TOPIC, DELAY 3+n,"
+            " no TRAN_MSG, (orderly) ORIGIN_MESSAGE_ID, and neither RECONSUME_TIME nor MAX_RECONSUME_TIMES (the "
+            "producer moved them into the request header).",
+            "DefaultMQPushConsumerImpl.sendMessageBack; ConsumeMessageOrderlyService.sendMessageBack/"
+            "checkReconsumeTimes; MessageAccessor.setProperties; DefaultMQProducerImpl.sendKernelImpl",
+        ),
+        Clause(
+            "RETRY-31",
+            "A push consumer pulls each queue of T and %RETRY%<group> in offset order, each pull from where the "
+            "last one ended (from the first offset with CONSUME_FROM_FIRST_OFFSET), at most pullBatchSize (32) "
+            "messages; only pulled messages reach the listener.",
+            "DefaultMQPushConsumerImpl.pullMessage; PullAPIWrapper.processPullResult; ProcessQueue.putMessage",
+        ),
+        Clause(
+            "RETRY-32",
+            "A clean broker restart keeps the stored messages and the schedule service's offset per level "
+            "(persisted at shutdown, loaded and corrected at start): nothing parked is moved twice or lost; every "
+            "level's task first runs 1000 ms after the start, so a copy due meanwhile is moved then.",
+            "ScheduleMessageService.start/shutdown/load/persist/correctDelayOffset; BrokerController.shutdown",
+        ),
+        Clause(
+            "RETRY-33",
+            "An orderly clustering consumer starts a batch only while its queue lock is held and fresh (REB-16): "
+            "once the broker refused or failed its lock requests, a suspended batch comes back no earlier than its "
+            "suspension's end (RETRY-24) but possibly later, when the lock is held again.",
+            "ConsumeMessageOrderlyService.ConsumeRequest.run/tryLockLaterAndReconsume; RebalanceImpl.lockAll; "
+            "ProcessQueue.isLockExpired",
+        ),
     ),
 )

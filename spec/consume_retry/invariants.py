@@ -3,234 +3,294 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 
-from rocketspec.spec.consume_retry.machine import (
+from rocketspec.spec.consume_retry.machine import TRANSITIONS, Bounds
+from rocketspec.spec.consume_retry.state import (
+    DLQ,
+    SCHEDULE,
     Action,
     BrokerAnswers,
+    ChainHistory,
     Copy,
-    FallbackFails,
+    DeadLetterOutcome,
+    DeadLetterSent,
     FallbackStored,
     ListenerReturns,
-    LocalReconsume,
     Path,
-    Phase,
-    Pull,
+    RetryConfig,
     RetryState,
-    ScheduleDelivers,
-    SendBackFails,
-    TimePasses,
-    _broker_max,
-    enabled,
-    step,
 )
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant
 from rocketspec.spec.protocol import (
     DEFAULT_MAX_RECONSUME_TIMES,
-    DEFAULT_RETRY_QUEUE_NUMS,
-    DELAY_LEVEL_MILLIS,
     SEND_BACK_LOCAL_RETRY_DELAY_MS,
     VERSION_V3_0_11,
-    VERSION_V4_9_8,
-    ConsumeStatus,
+    VERSION_V3_4_9,
+    ConsumeOrderlyStatus,
     MessageModel,
 )
 
 # ------------------------------------------------------------------------------------------------------------
-# Invariants (computed from the protocol tables, not from the oracles above)
+# Invariants (computed from the protocol tables and the configuration, not from the oracles)
 # ------------------------------------------------------------------------------------------------------------
 
 
-def _expected_level(copy: Copy) -> int:
+def _broker_limit(cfg: RetryConfig) -> int:
+    return cfg.limit if cfg.client_version >= VERSION_V3_4_9 else cfg.group_max
+
+
+def _expected_level(copy: Copy, max_level: int) -> int:
     # The broker honours a positive level the listener asked for; otherwise (and always for the client's own
     # send) the level is 3 + the previous count, i.e. the copy's count + 2.
     asked = copy.context_level if copy.path is Path.BROKER else 0
     level = asked if asked > 0 else copy.reconsume_times + 2
-    if copy.retried:
-        # A retried client send keeps DELAY 3 + the consumer's count but restarts its count at 0 (RETRY-16).
+    if copy.retried or copy.path is Path.ORDERLY:
+        # A retried send keeps DELAY 3 + the consumer's count but restarts its count at 0 (RETRY-16); the orderly
+        # dead letter carries the count itself (RETRY-23).
         level = copy.made_from + 3
-    return min(level, len(DELAY_LEVEL_MILLIS))
+    return min(level, max_level)
+
+
+def _concurrent_chains(state: RetryState) -> Iterable[ChainHistory]:
+    return () if state.config.orderly else state.chains
 
 
 def _dlq_exactly_at_threshold(state: RetryState) -> bool:
-    limit = _broker_max(state)
-    for copy in state.copies:
-        if copy.path is Path.BROKER:
-            should_die = copy.reconsume_times - 1 >= limit or copy.context_level < 0
-        elif copy.retried:
-            # Neither count nor max reaches the broker: 0 against the group's retryMaxTimes (RETRY-16, RETRY-11).
-            should_die = 0 >= state.group_max
-        else:
-            should_die = copy.reconsume_times >= limit
-        if copy.dead != should_die:
-            return False
+    cfg = state.config
+    limit = _broker_limit(cfg)
+    for chain in state.chains:
+        for copy in chain.copies:
+            if copy.retried:
+                # Neither count nor max reaches the broker: 0 against the group's retryMaxTimes (RETRY-16, RETRY-11).
+                should_die = 0 >= cfg.group_max
+            elif copy.path is Path.BROKER:
+                should_die = copy.reconsume_times - 1 >= limit or copy.context_level < 0
+            else:
+                should_die = copy.reconsume_times >= limit
+            if copy.dead != should_die:
+                return False
     return True
 
 
 def _delivery_sequence(state: RetryState) -> bool:
-    deliveries = state.deliveries
-    if deliveries and deliveries[0].reconsume_times != state.start_times:
-        return False
-    restarts = {c.deliveries_before for c in state.copies if c.retried}
-    last_store = deliveries[0].reconsume_times if deliveries else 0
-    for n, (before, after) in enumerate(itertools.pairwise(deliveries), start=1):
-        if n in restarts:
-            # The copy a retried fallback send stored starts again at 0 (RETRY-16).
-            if after.reconsume_times != 0:
-                return False
-            last_store = 0
-            continue
-        one_more = after.reconsume_times == before.reconsume_times + 1
-        if after.local:
-            if not one_more:
-                return False
-            continue
-        if not (one_more or (before.local and after.reconsume_times == last_store + 1)):
+    for chain in _concurrent_chains(state):
+        deliveries = chain.deliveries
+        if deliveries and deliveries[0].reconsume_times != 0:
             return False
-        last_store = after.reconsume_times
+        restarts = {c.deliveries_before for c in chain.copies if c.retried}
+        last_store = 0
+        for n, (before, after) in enumerate(itertools.pairwise(deliveries), start=1):
+            if n in restarts:
+                # The copy a retried fallback send stored starts again at 0 (RETRY-16).
+                if after.reconsume_times != 0:
+                    return False
+                last_store = 0
+                continue
+            one_more = after.reconsume_times == before.reconsume_times + 1
+            if after.local:
+                if not one_more:
+                    return False
+                continue
+            if not (one_more or (before.local and after.reconsume_times == last_store + 1)):
+                return False
+            last_store = after.reconsume_times
     return True
 
 
 def _redelivery_not_early(state: RetryState) -> bool:
-    live = [c for c in state.copies if not c.dead]
-    store_deliveries = [d for d in state.deliveries if not d.local][1:]
-    for copy, delivery in zip(live, store_deliveries, strict=False):
-        if delivery.at_ms < copy.stored_at_ms + DELAY_LEVEL_MILLIS[_expected_level(copy) - 1]:
-            return False
-    for before, after in itertools.pairwise(state.deliveries):
-        if after.local and after.at_ms < before.at_ms + SEND_BACK_LOCAL_RETRY_DELAY_MS:
-            return False
+    table = state.config.delay_table
+    for chain in _concurrent_chains(state):
+        live = [c for c in chain.copies if not c.dead]
+        store_deliveries = [d for d in chain.deliveries if not d.local][1:]
+        for copy, delivery in zip(live, store_deliveries, strict=False):
+            if delivery.at_ms < copy.stored_at_ms + table[_expected_level(copy, len(table)) - 1]:
+                return False
+        for before, after in itertools.pairwise(chain.deliveries):
+            if after.local and after.at_ms < before.at_ms + SEND_BACK_LOCAL_RETRY_DELAY_MS:
+                return False
     return True
 
 
 def _dead_is_final(state: RetryState) -> bool:
-    for n, copy in enumerate(state.copies):
-        if copy.dead:
-            return (
-                n == len(state.copies) - 1
-                and len(state.deliveries) == copy.deliveries_before
-                and state.phase in (Phase.SCHEDULED, Phase.DEAD)
-            )
-    return state.phase is not Phase.DEAD
+    if any(h.source[0] in (DLQ, SCHEDULE) for h in state.held):
+        return False
+    for chain in _concurrent_chains(state):
+        for n, copy in enumerate(chain.copies):
+            if copy.dead:
+                return n == len(chain.copies) - 1 and len(chain.deliveries) == copy.deliveries_before
+    return True
 
 
 def _broadcast_drops(state: RetryState) -> bool:
-    if state.message_model is not MessageModel.BROADCASTING:
+    if state.config.message_model is not MessageModel.BROADCASTING:
         return True
-    return not state.copies and len(state.deliveries) <= 1 and state.phase not in (
-        Phase.SENDING_BACK, Phase.FALLBACK, Phase.LOCAL_WAIT,
-    )
+    return all(not c.copies and len(c.deliveries) <= 1 for c in state.chains) and not state.waiting
 
 
-def _copies_count_up_by_one(before: RetryState, _action: Action, after: RetryState) -> bool:
-    if len(after.copies) == len(before.copies):
+def _one_batch_per_orderly_queue(state: RetryState) -> bool:
+    if not state.config.orderly:
         return True
-    copy = after.copies[-1]
-    source = before.stored_times if copy.path is Path.BROKER else before.local_times
-    expected = 0 if copy.retried else source + 1
-    return len(after.copies) == len(before.copies) + 1 and copy.reconsume_times == expected
+    queues = [b.queue for b in state.batches] + [w.queue for w in state.waiting]
+    if len(queues) != len(set(queues)):
+        return False
+    # Every message the orderly consumer holds is at or after its queue's first unfinished offset.
+    return all(h.source[2] >= state.front(h.source[:2]) for h in state.held)
 
 
-def _no_retry_queue_discards(before: RetryState, action: Action, after: RetryState) -> bool:
-    if not isinstance(action, BrokerAnswers) or before.retry_queue_nums > 0:
-        return True
-    return after.phase is Phase.DISCARDED and after.copies == before.copies
+def _orderly_dead_letters_at_the_limit(state: RetryState) -> bool:
+    limit = state.config.limit
+    return all(c.made_from >= limit for chain in state.chains for c in chain.copies if c.path is Path.ORDERLY)
 
 
-def _final_is_final(before: RetryState, _action: Action, after: RetryState) -> bool:
-    return not before.phase.final
-
-
-def _retry_copy_is_delayed(before: RetryState, _action: Action, after: RetryState) -> bool:
-    # A new copy bound for %RETRY% always passes through the schedule topic; so does a client's dead letter.
-    if len(after.copies) == len(before.copies):
-        return True
-    copy = after.copies[-1]
-    via_schedule = not copy.dead or copy.path is Path.CLIENT
-    scheduled = after.phase is Phase.SCHEDULED
-    return scheduled == via_schedule and (after.phase is Phase.DEAD) == (not via_schedule)
+def _committed_behind_unfinished(state: RetryState) -> bool:
+    for queue, offset in state.committed:
+        if any(h.source[:2] == queue and h.source[2] < offset for h in state.held):
+            return False
+    return True
 
 
 INVARIANTS: tuple[Invariant[RetryState], ...] = (
-    Invariant("dlq exactly at the threshold", ("RETRY-6", "RETRY-7", "RETRY-8", "RETRY-11"),
+    Invariant("dlq exactly at the threshold", ("RETRY-6", "RETRY-7", "RETRY-8", "RETRY-11", "RETRY-23"),
               _dlq_exactly_at_threshold),
     Invariant("deliveries count up by one", ("RETRY-25", "RETRY-17", "RETRY-18"), _delivery_sequence),
-    Invariant("redelivery not before its delay", ("RETRY-26", "RETRY-2", "RETRY-3", "RETRY-8", "RETRY-16"),
-              _redelivery_not_early),
+    Invariant("redelivery not before its delay", ("RETRY-26", "RETRY-1", "RETRY-2", "RETRY-3", "RETRY-8",
+                                                  "RETRY-16"), _redelivery_not_early),
     Invariant("dead letter is final", ("RETRY-27", "RETRY-7"), _dead_is_final),
     Invariant("broadcasting drops failures", ("RETRY-14",), _broadcast_drops),
+    Invariant("one orderly batch per queue, in order", ("RETRY-29", "RETRY-21"), _one_batch_per_orderly_queue),
+    Invariant("orderly dead letters only at the limit", ("RETRY-21", "RETRY-22", "RETRY-23"),
+              _orderly_dead_letters_at_the_limit),
+    Invariant("committed offsets never pass a held message", ("RETRY-28", "RETRY-17", "RETRY-29"),
+              _committed_behind_unfinished),
 )
+
+
+def _new_copies(before: RetryState, after: RetryState) -> list[Copy]:
+    return [c for b, a in zip(before.chains, after.chains, strict=False) for c in a.copies[len(b.copies):]]
+
+
+def _copies_count_up_by_one(before: RetryState, action: Action, after: RetryState) -> bool:
+    copies = _new_copies(before, after)
+    if not copies:
+        return True
+    if len(copies) != 1 or not isinstance(action, BrokerAnswers | FallbackStored | DeadLetterSent):
+        return False
+    held = before.holding(action.key)
+    source = before.find(action.key)
+    assert held is not None and source is not None
+    if isinstance(action, BrokerAnswers):
+        expected = source.reconsume_times + 1
+    elif isinstance(action, FallbackStored):
+        expected = 0 if action.retried else held.reconsume_times + 1
+    else:
+        expected = 0 if action.outcome is DeadLetterOutcome.RETRIED else held.reconsume_times
+    return copies[0].reconsume_times == expected
+
+
+def _no_retry_queue_discards(before: RetryState, action: Action, after: RetryState) -> bool:
+    if not isinstance(action, BrokerAnswers) or before.config.retry_queue_nums > 0:
+        return True
+    return after.stored == before.stored
+
+
+def _nothing_after_success(before: RetryState, action: Action, after: RetryState) -> bool:
+    if before.config.orderly:
+        return True
+    return all(b.deliveries == a.deliveries and b.copies == a.copies
+               for b, a in zip(before.chains, after.chains, strict=False) if b.consumed)
+
+
+def _retry_copy_is_delayed(before: RetryState, action: Action, after: RetryState) -> bool:
+    # A new copy bound for %RETRY% always passes through the schedule topic; so does a client's dead letter.
+    copies = _new_copies(before, after)
+    if not copies:
+        return True
+    new = after.stored[len(before.stored):]
+    via_schedule = not copies[0].dead or copies[0].path is not Path.BROKER
+    return len(new) == 1 and (new[0].key[0] == SCHEDULE) == via_schedule and (new[0].key[0] == DLQ) != via_schedule
+
+
+def _orderly_suspension_counts(before: RetryState, action: Action, after: RetryState) -> bool:
+    if not before.config.orderly or not isinstance(action, ListenerReturns):
+        return True
+    if action.status is ConsumeOrderlyStatus.SUCCESS:
+        return True
+    for key in action.members:
+        was, now = before.holding(key), after.holding(key)
+        assert was is not None
+        raised = was.reconsume_times < before.config.limit
+        if now is None or now.reconsume_times != was.reconsume_times + (1 if raised else 0):
+            return False
+    return True
+
 
 STEP_INVARIANTS: tuple[StepInvariant[RetryState, Action], ...] = (
-    StepInvariant("each copy is one more", ("RETRY-9", "RETRY-16", "RETRY-18"), _copies_count_up_by_one),
+    StepInvariant("each copy is one more", ("RETRY-9", "RETRY-16", "RETRY-18", "RETRY-23"), _copies_count_up_by_one),
     StepInvariant("retryQueueNums <= 0 drops", ("RETRY-5", "RETRY-4"), _no_retry_queue_discards),
-    StepInvariant("nothing after the end", ("RETRY-27", "RETRY-5", "RETRY-14"), _final_is_final),
+    StepInvariant("nothing after a success", ("RETRY-13", "RETRY-5", "RETRY-14"), _nothing_after_success),
     StepInvariant("retry copies are delayed", ("RETRY-8", "RETRY-12", "RETRY-7"), _retry_copy_is_delayed),
+    StepInvariant("a suspended batch counts one more", ("RETRY-21",), _orderly_suspension_counts),
 )
 
-
-def _candidates(levels: tuple[int, ...]) -> tuple[Action, ...]:
-    listener: list[Action] = [
-        ListenerReturns(ConsumeStatus.CONSUME_SUCCESS),
-        ListenerReturns(ConsumeStatus.CONSUME_SUCCESS, ack_index=-1),
-        ListenerReturns(None),
-    ]
-    listener += [ListenerReturns(ConsumeStatus.RECONSUME_LATER, delay_level=level) for level in levels]
-    return (
-        Pull(), *listener, BrokerAnswers(), SendBackFails(), FallbackStored(), FallbackStored(retried=True),
-        FallbackFails(), TimePasses(), ScheduleDelivers(), LocalReconsume(),
-    )
+#: A short delay table (1 s 5 s 10 s), so that chains pass its last level.
+SHORT_TABLE = (1_000, 5_000, 10_000)
 
 
-def model(
-    max_reconsume_times: int = 3,
-    faults: int = 4,
-    listener_levels: tuple[int, ...] = (0, 1, -1),
-    high_start: int | None = 15,
-) -> Model[RetryState, Action]:
-    """One message through its retry chain, for each of these starting points.
+def model(max_reconsume_times: int = 3, faults: int = 4, listener_levels: tuple[int, ...] = (0, 1, -1),
+          orderly: bool = True, batches: bool = True) -> Model[RetryState, Action]:
+    """The consumer and its messages, from these starting points.
 
-    A new client (maxReconsumeTimes ``max_reconsume_times`` sent in requests) and an old one (version
-    V3_0_11, so the group's retryMaxTimes = ``max_reconsume_times`` rules); a group with retryQueueNums 0; a
-    broadcasting consumer; and, when ``high_start`` is set, a message already at that reconsumeTimes with a
-    max of ``high_start + 2`` so that delay levels pass the table's end. ``faults`` RPC failures may be
-    injected (a failed first attempt of the client's send that a retry then stores counts as one, explored for
-    the first copy of a chain that starts at 0); the listener may ask for each of ``listener_levels`` when it
-    fails.
+    One message: a new client (maxReconsumeTimes ``max_reconsume_times`` sent in requests), an old one (version
+    V3_0_11, so the group's retryMaxTimes = ``max_reconsume_times`` rules), a group with retryQueueNums 0, a
+    broadcasting consumer, a broker whose delay table has three levels (so that levels pass its end), (max 1, no
+    faults) a broker restarting once when a parked copy comes due before its schedule's first run, and an orderly
+    consumer (max 1, no faults) whose locks are refused once while a batch is suspended; with
+    ``batches``, two messages consumed in batches of two (max 1); with ``orderly``, two messages of one queue
+    consumed orderly in batches of two (max 1). ``faults`` RPC failures may be injected (one in the batch setups);
+    a retried first attempt of the consumer's own send is explored for the first copy of a chain only; the listener
+    may ask for each of ``listener_levels`` when it fails.
     """
-    def start(model_: MessageModel, version: int, consumer_max: int, group_max: int, queues: int,
-              times: int = 0) -> RetryState:
-        return RetryState(model_, version, consumer_max, group_max, queues, times, stored_times=times,
-                          local_times=times, faults_left=faults)
+    def start(faults_left: int = faults, **config: object) -> RetryState:
+        return RetryState(RetryConfig(**config), faults_left=faults_left)  # type: ignore[arg-type]
 
-    new, old = VERSION_V4_9_8, VERSION_V3_0_11
-    group_default, queues = DEFAULT_MAX_RECONSUME_TIMES, DEFAULT_RETRY_QUEUE_NUMS
+    group_default = DEFAULT_MAX_RECONSUME_TIMES
+    one = Bounds(1, listener_levels)
     initial = [
-        start(MessageModel.CLUSTERING, new, max_reconsume_times, group_default, queues),
-        start(MessageModel.CLUSTERING, old, group_default, max_reconsume_times, queues),
-        start(MessageModel.CLUSTERING, new, max_reconsume_times, group_default, 0),
-        start(MessageModel.BROADCASTING, new, max_reconsume_times, group_default, queues),
+        start(max_reconsume_times=max_reconsume_times),
+        start(max_reconsume_times=group_default, client_version=VERSION_V3_0_11, group_max=max_reconsume_times),
+        start(max_reconsume_times=max_reconsume_times, retry_queue_nums=0),
+        start(max_reconsume_times=max_reconsume_times, message_model=MessageModel.BROADCASTING),
+        start(max_reconsume_times=max_reconsume_times, delay_table=SHORT_TABLE),
     ]
-    if high_start is not None:
-        initial.append(start(MessageModel.CLUSTERING, new, high_start + 2, group_default, queues, high_start))
-    candidates = _candidates(listener_levels)
-    unretried = tuple(a for a in candidates if a != FallbackStored(retried=True))
+    restart = start(0, max_reconsume_times=1, delay_table=SHORT_TABLE)
+    locks = start(0, max_reconsume_times=1, orderly=True, suspend_ms=SHORT_TABLE[0])
+    two: list[RetryState] = []
+    if batches:
+        two.append(start(1, max_reconsume_times=1, batch_max=2))
+    if orderly:
+        two.append(start(1, max_reconsume_times=1, batch_max=2, orderly=True))
 
-    def actions(state: RetryState) -> tuple[Action, ...]:
-        # A retried fallback send restarts the count at 0 (RETRY-16), which makes chains long: it is explored
-        # for the first copy of a chain that starts at 0 only.
-        return candidates if state.start_times == 0 and not state.copies else unretried
+    special = {restart.config: Bounds(1, listener_levels, restarts=True),
+               locks.config: Bounds(1, listener_levels, lock_faults=True)}
 
-    return Model(
-        area="consume_retry",
-        bounds=(
-            f"1 message, max {max_reconsume_times} (new and old client), retryQueueNums 1 and 0, "
-            f"broadcasting, start {high_start}; {faults} RPC faults; listener levels {listener_levels}; "
-            "a retried fallback send for a chain's first copy"
-        ),
-        initial=tuple(initial),
-        actions=actions,
-        enabled=enabled,
-        step=step,
-        invariants=INVARIANTS,
-        step_invariants=STEP_INVARIANTS,
+    def actions(state: RetryState) -> Iterable[Action]:
+        bounds = Bounds(2, (0,)) if state.config.batch_max > 1 else special.get(state.config, one)
+        for action in TRANSITIONS.candidates(state, bounds):
+            # A retried own send restarts the count at 0 (RETRY-16), which makes chains long: it is explored for
+            # the first copy of a chain only.
+            if isinstance(action, FallbackStored) and action.retried:
+                held = state.holding(action.key)
+                if held is None or state.chains[held.chain].copies:
+                    continue
+            yield action
+
+    return TRANSITIONS.model(
+        one,
+        f"1 message, max {max_reconsume_times} (new and old client), retryQueueNums 1 and 0, broadcasting, a "
+        f"3-level delay table; {faults} RPC faults; listener levels {listener_levels}; max 1 and a broker restart; "
+        f"orderly, max 1, refused locks"
+        + ("; 2 messages in batches of 2, max 1, 1 fault" if batches else "")
+        + ("; 2 messages orderly in batches of 2, max 1, 1 fault" if orderly else ""),
+        (*initial, restart, locks, *two), INVARIANTS, STEP_INVARIANTS, actions=actions,
     )

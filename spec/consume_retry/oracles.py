@@ -127,20 +127,21 @@ def delay_millis(level: int, table: tuple[int, ...] = DELAY_LEVEL_MILLIS) -> int
     return table[effective_delay_level(level, len(table)) - 1]
 
 
-@CLAUSES.oracle("RETRY-3")
-def schedule_due(stored_at_ms: int, level: int, now_ms: int) -> bool:
+@CLAUSES.oracle("RETRY-1", "RETRY-3")
+def schedule_due(stored_at_ms: int, level: int, now_ms: int, table: tuple[int, ...] = DELAY_LEVEL_MILLIS) -> bool:
     """Whether a message stored at ``stored_at_ms`` with ``level`` is moved to its real topic at ``now_ms``.
 
-    It is due at ``stored_at_ms + delay_millis(level)``; a due time later than ``now_ms + delay`` (the clock
-    went back) is corrected to ``now_ms`` (RETRY-3).
+    It is due at ``stored_at_ms + delay_millis(level, table)`` (the broker's messageDelayLevel, RETRY-1); a due
+    time later than ``now_ms + delay`` (the clock went back) is corrected to ``now_ms`` (RETRY-3).
 
     pre: 1 <= level <= 2 * MAX_DELAY_LEVEL
     pre: 0 <= stored_at_ms <= 10**13 and 0 <= now_ms <= 10**13
-    post: not __return__ or now_ms - stored_at_ms >= DELAY_LEVEL_MILLIS[0] or now_ms < stored_at_ms
-    post: __return__ or now_ms - stored_at_ms < DELAY_LEVEL_MILLIS[-1]
+    pre: 1 <= len(table) <= 3 and all(0 <= t <= 10**9 for t in table)
+    post: not __return__ or now_ms - stored_at_ms >= min(table) or now_ms < stored_at_ms
+    post: __return__ or now_ms - stored_at_ms < max(table)
     post: __return__ or now_ms >= stored_at_ms
     """
-    delay = delay_millis(level)
+    delay = delay_millis(level, table)
     deliver_at = stored_at_ms + delay
     if deliver_at > now_ms + delay:
         deliver_at = now_ms
@@ -198,7 +199,7 @@ def _max_reconsume_times(
     return None if not profile.at_least(missing_header_fails_before) else group_max
 
 
-@CLAUSES.oracle("RETRY-4", "RETRY-5", "RETRY-6", "RETRY-7", "RETRY-8", "RETRY-9")
+@CLAUSES.oracle("RETRY-1", "RETRY-4", "RETRY-5", "RETRY-6", "RETRY-7", "RETRY-8", "RETRY-9")
 def consumer_send_back(
     reconsume_times: int,
     delay_level: int = 0,
@@ -213,6 +214,7 @@ def consumer_send_back(
     group_retry_max_times: int = DEFAULT_MAX_RECONSUME_TIMES,
     put_ok: bool = True,
     profile: VersionProfile = DEFAULT_PROFILE,
+    max_level: int = MAX_DELAY_LEVEL,
 ) -> SendBackResult:
     """The broker's answer to CONSUMER_SEND_MSG_BACK for a message stored with ``reconsume_times``.
 
@@ -222,9 +224,10 @@ def consumer_send_back(
     ``request_version >= V3_4_9`` and present (RETRY-6; 4.9.0 fails when absent). ``reconsume_times >= max``
     or ``delay_level < 0`` -> %DLQ%<group>, not delayed (RETRY-7); else %RETRY%<group> delayed by
     ``delay_level`` if > 0 else ``3 + reconsume_times``, clamped (RETRY-8). The copy has
-    ``reconsume_times + 1`` (RETRY-9); a failed put answers SYSTEM_ERROR.
+    ``reconsume_times + 1`` (RETRY-9); a failed put answers SYSTEM_ERROR. ``max_level`` is the broker's max delay
+    level (the length of its messageDelayLevel, RETRY-1).
 
-    pre: 0 <= reconsume_times <= 40 and -2 <= delay_level <= 40
+    pre: 0 <= reconsume_times <= 40 and -2 <= delay_level <= 40 and 1 <= max_level <= 40
     pre: header_max_reconsume_times is None or -2 <= header_max_reconsume_times <= 40
     pre: -2 <= group_retry_max_times <= 40 and -1 <= retry_queue_nums <= 4 and len(group) <= 2
     post: (__return__.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST) == (not group_known)
@@ -233,8 +236,8 @@ def consumer_send_back(
     post: __return__.target not in (Target.RETRY, Target.DLQ) or __return__.reconsume_times == reconsume_times + 1
     post: __return__.target != Target.RETRY or reconsume_times < (header_max_reconsume_times if request_version >= VERSION_V3_4_9 and header_max_reconsume_times is not None else group_retry_max_times)
     post: __return__.target != Target.DLQ or delay_level < 0 or reconsume_times >= (header_max_reconsume_times if request_version >= VERSION_V3_4_9 and header_max_reconsume_times is not None else group_retry_max_times)
-    post: __return__.target != Target.RETRY or 1 <= __return__.delay_level <= MAX_DELAY_LEVEL
-    post: __return__.target != Target.RETRY or delay_level != 0 or __return__.delay_level == min(reconsume_times + RETRY_BASE_DELAY_LEVEL, MAX_DELAY_LEVEL)
+    post: __return__.target != Target.RETRY or 1 <= __return__.delay_level <= max_level
+    post: __return__.target != Target.RETRY or delay_level != 0 or __return__.delay_level == min(reconsume_times + RETRY_BASE_DELAY_LEVEL, max_level)
     post: __return__.target != Target.DLQ or (__return__.delay_level == 0 and __return__.queue_nums == 1)
     post: __return__.target != Target.RETRY or __return__.topic == RETRY_GROUP_TOPIC_PREFIX + group
     """  # noqa: E501
@@ -264,7 +267,7 @@ def consumer_send_back(
         delay_level = RETRY_BASE_DELAY_LEVEL + reconsume_times
     return SendBackResult(
         ResponseCode.SUCCESS, Target.RETRY, RETRY_GROUP_TOPIC_PREFIX + group, retry_queue_nums,
-        effective_delay_level(delay_level), reconsume_times + 1,
+        effective_delay_level(delay_level, max_level), reconsume_times + 1,
     )
 
 
@@ -288,7 +291,7 @@ def send_back_properties(
     return (first_topic, origin_message_id)
 
 
-@CLAUSES.oracle("RETRY-6", "RETRY-11", "RETRY-12")
+@CLAUSES.oracle("RETRY-1", "RETRY-6", "RETRY-11", "RETRY-12")
 def retry_topic_send(
     header_reconsume_times: int | None,
     delay_level: int,
@@ -298,20 +301,23 @@ def retry_topic_send(
     group_known: bool = True,
     group_retry_max_times: int = DEFAULT_MAX_RECONSUME_TIMES,
     profile: VersionProfile = DEFAULT_PROFILE,
+    max_level: int = MAX_DELAY_LEVEL,
 ) -> SendBackResult:
     """Where the broker stores a plain SEND_MESSAGE to ``%RETRY%<group>`` carrying ``DELAY = delay_level``.
 
     Unknown group -> SUBSCRIPTION_GROUP_NOT_EXIST. The max is the group's, or the header's when the request
     version >= V3_4_9 and it is present (RETRY-6; absent fails in 4.9.0-4.9.2) (RETRY-11). The header
     reconsumeTimes (absent: 0) >= max -> %DLQ%<group>, else %RETRY%<group>; either way the copy keeps the
-    header's reconsumeTimes, and the DELAY property still applies, also on the dead-letter path (RETRY-12).
+    header's reconsumeTimes, and the DELAY property still applies, also on the dead-letter path (RETRY-12), clamped
+    to the broker's ``max_level`` (RETRY-1).
 
     pre: header_reconsume_times is None or 0 <= header_reconsume_times <= 40
+    pre: 1 <= max_level <= 40
     pre: header_max_reconsume_times is None or -2 <= header_max_reconsume_times <= 40
     pre: -2 <= delay_level <= 40 and -2 <= group_retry_max_times <= 40 and len(group) <= 2
     post: (__return__.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST) == (not group_known)
     post: __return__.code != ResponseCode.SUCCESS or __return__.reconsume_times == (header_reconsume_times or 0)
-    post: __return__.code != ResponseCode.SUCCESS or __return__.delay_level == max(0, min(delay_level, MAX_DELAY_LEVEL))
+    post: __return__.code != ResponseCode.SUCCESS or __return__.delay_level == max(0, min(delay_level, max_level))
     post: __return__.target != Target.DLQ or (header_reconsume_times or 0) >= (header_max_reconsume_times if request_version >= VERSION_V3_4_9 and header_max_reconsume_times is not None else group_retry_max_times)
     post: __return__.target != Target.RETRY or (header_reconsume_times or 0) < (header_max_reconsume_times if request_version >= VERSION_V3_4_9 and header_max_reconsume_times is not None else group_retry_max_times)
     """  # noqa: E501
@@ -323,7 +329,7 @@ def retry_topic_send(
     if max_times is None:
         return _nothing(ResponseCode.SYSTEM_ERROR)
     times = 0 if header_reconsume_times is None else header_reconsume_times
-    level = effective_delay_level(delay_level)
+    level = effective_delay_level(delay_level, max_level)
     if times >= max_times:
         # The DELAY the broker reset is overwritten by the request's own properties (RETRY-12).
         return SendBackResult(

@@ -12,8 +12,11 @@ The area covers how a consumer's subscription decides which messages it gets:
 * the broker's decisions around it (``ConsumerFilterManager``, ``PullMessageProcessor``,
   ``ClientManageProcessor.checkClientConfig``, ``BrokerConfig.enablePropertyFilter``, default false).
 
-The state machine is one consumer group's filter data for one topic at a broker: heartbeats (any subscription
-version, in any order, with expressions that compile or not) and pulls without the subscription bit.
+The state machine (a transition table, ``TRANSITIONS``) is one consumer group on one broker: push consumers
+started and re-subscribed with tag or SQL92 expressions (that compile or not) at increasing versions, messages stored
+in the topic's queues, CHECK_CLIENT_CONFIG, heartbeats registering subscriptions and filter data in any order,
+rebalances, pulls (with or without the subscription bit, held or run again) read through the filter, and the
+consumers' listeners getting what the client's filter keeps.
 
 Versions: read in ``rocketmq-all-4.9.8``; the filter module and these broker classes are the same in all 4.9.x.
 The SQL92 facts were checked against the 4.9.8 jar (``tests/test_refimpl_sql92.py`` runs its evaluator): a
@@ -22,30 +25,53 @@ reads it as a lookahead; literals are Java ``Integer``/``Long``/``Double``; a pr
 converted to the other operand's type (``Integer.valueOf``, ``Long.valueOf``, ``Double.valueOf``,
 ``Boolean.valueOf``) and a failed conversion makes the evaluation throw, which the broker treats as no match.
 
-The area is a package: ``clauses``, ``tags``, ``sql92``, ``oracles``, ``machine`` (see ``docs/spec-authoring.md``);
-every public name is importable from here."""
+The area is a package: ``clauses``, ``tags``, ``sql92``, ``oracles``, ``machine``, ``invariants`` (see
+``docs/spec-authoring.md``); every public name is importable from here."""
 
 from __future__ import annotations
 
 from rocketspec.spec.message_filter.clauses import (
     CLAUSES,
 )
-from rocketspec.spec.message_filter.machine import (
+from rocketspec.spec.message_filter.invariants import (
     INVARIANTS,
     STEP_INVARIANTS,
+    model,
+)
+from rocketspec.spec.message_filter.machine import (
+    GROUP,
+    TOPIC,
+    TRANSITIONS,
     Action,
+    Bounds,
+    CheckClientConfig,
+    Consumer,
+    ConsumerStarts,
+    Deliver,
     FilterState,
     Heartbeat,
+    Message,
     Pull,
+    Rebalanced,
+    Store,
+    Subscribe,
     enabled,
-    model,
+    pull_answer,
     step,
 )
 from rocketspec.spec.message_filter.oracles import (
     FilterData,
+    PullAnswer,
+    Subscription,
+    broker_keeps,
+    build_subscription,
     check_client_config,
+    client_keeps,
     pull_filter_answer,
     register_filter_data,
+    register_subscriptions,
+    registration_answer,
+    scan_queue,
 )
 from rocketspec.spec.message_filter.sql92 import (
     JValue,
@@ -60,31 +86,54 @@ from rocketspec.spec.message_filter.tags import (
     client_tag_matches,
     is_tag_type,
     subscription_tags,
+    tags_code,
 )
 
 __all__ = [
     "CLAUSES",
+    "GROUP",
     "INVARIANTS",
     "STEP_INVARIANTS",
+    "TOPIC",
+    "TRANSITIONS",
     "Action",
+    "Bounds",
+    "CheckClientConfig",
+    "Consumer",
+    "ConsumerStarts",
+    "Deliver",
     "FilterData",
     "FilterState",
     "Heartbeat",
     "JValue",
+    "Message",
     "Node",
     "Pull",
+    "PullAnswer",
+    "Rebalanced",
     "Sql92Result",
+    "Store",
+    "Subscribe",
+    "Subscription",
+    "broker_keeps",
     "broker_tag_matches",
+    "build_subscription",
     "check_client_config",
+    "client_keeps",
     "client_tag_matches",
     "enabled",
     "is_tag_type",
     "model",
+    "pull_answer",
     "pull_filter_answer",
     "register_filter_data",
+    "register_subscriptions",
+    "registration_answer",
+    "scan_queue",
     "sql92_compiles",
     "sql92_evaluate",
     "sql92_matches",
     "step",
     "subscription_tags",
+    "tags_code",
 ]

@@ -151,5 +151,53 @@ CLAUSES = ClauseTable(
             "does not support consumer to filter message by <type>'.",
             "PullMessageProcessor.processRequest; BrokerConfig.enablePropertyFilter",
         ),
+        Clause(
+            "FILTER-22",
+            "A heartbeat registers the group's subscriptions: a topic without one takes the heartbeat's, a "
+            "registered one is replaced only by a higher subVersion, a topic the heartbeat does not list is removed; "
+            "a pull without the subscription bit needs the group (else SUBSCRIPTION_NOT_EXIST), the topic's "
+            "subscription (else SUBSCRIPTION_NOT_EXIST) and a registered subVersion not below the request's (else "
+            "SUBSCRIPTION_NOT_LATEST), and filters by the registered subscription, whichever consumer sent it.",
+            "ConsumerManager.registerConsumer; ConsumerGroupInfo.updateSubscription; "
+            "PullMessageProcessor.processRequest",
+        ),
+        Clause(
+            "FILTER-23",
+            "A pull past the checks reads the queue from its offset: at the queue's end it is PULL_NOT_FOUND with "
+            "nextBeginOffset the offset (held unanswered when it has the suspend bit and may be suspended); otherwise "
+            "up to max(16000, 20 * maxMsgNums) bytes of consume queue are read, each entry tested by tags code "
+            "(FILTER-2), then by the SQL92 filter data (FILTER-16), and the first min(maxMsgNums, 32) kept come back "
+            "with SUCCESS and nextBeginOffset one past the last of them when the batch is full, else past what was "
+            "read; none kept is PULL_RETRY_IMMEDIATELY with nextBeginOffset past what was read.",
+            "DefaultMessageStore.getMessage, isTheBatchFull; PullMessageProcessor.processRequest",
+        ),
+        Clause(
+            "FILTER-24",
+            "A push consumer subscribes with FilterAPI.build: a TAG or null type builds FILTER-1's tag subscription "
+            "(a string of '||' separators only is an error), another type needs a non-empty expression (else an "
+            "error) and has no tags; the subVersion is the time it is built, raised to the time of every rebalance "
+            "that changes the consumer's queues of the topic; it replaces the topic's subscription, start adds the "
+            "retry topic's '*' (clustering), every heartbeat reports the current subscriptions, and a pull carries "
+            "the subVersion (with postSubscriptionWhenPull also the expression and type) of the subscription it "
+            "was sent under.",
+            "DefaultMQPushConsumerImpl.subscribe, copySubscription, pullMessage; FilterAPI.build; "
+            "RebalancePushImpl.messageQueueChanged",
+        ),
+        Clause(
+            "FILTER-25",
+            "A push consumer's start sends CHECK_CLIENT_CONFIG with each non-tag subscription to a broker of its "
+            "topic (FILTER-17); an answer other than SUCCESS makes start throw with that code, and the consumer runs "
+            "on (it heartbeats and rebalances on its periodic schedule).",
+            "DefaultMQPushConsumerImpl.start; MQClientInstance.checkClientInBroker; "
+            "MQClientAPIImpl.checkClientInBroker",
+        ),
+        Clause(
+            "FILTER-26",
+            "A push consumer hands its listener the messages of a SUCCESS pull that the subscription the pull was sent "
+            "under keeps at the client (FILTER-3; a non-tag subscription keeps all) and nothing else; every one of a "
+            "queue it still owns is handed over, while a queue a rebalance took away drops what it had not consumed.",
+            "PullAPIWrapper.processPullResult; DefaultMQPushConsumerImpl.pullMessage; "
+            "ConsumeMessageConcurrentlyService.ConsumeRequest.run",
+        ),
     ),
 )

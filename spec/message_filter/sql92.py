@@ -9,7 +9,7 @@ import unicodedata
 from collections.abc import Mapping
 
 from rocketspec.spec.message_filter.clauses import CLAUSES
-from rocketspec.spec.message_filter.tags import _java_trim
+from rocketspec.spec.message_filter.tags import java_trim
 
 
 # ---------------------------------------------------------------------------------------------------------- SQL92
@@ -347,7 +347,7 @@ _JAVA_HEX_DOUBLE = re.compile(
 def _java_parse_double(text: str) -> float:
     """``Double.valueOf``: trimmed (chars <= ' '), decimal or hexadecimal with ASCII digits, NaN, Infinity, an
     optional f/F/d/D suffix; anything else throws."""
-    trimmed = _java_trim(text)
+    trimmed = java_trim(text)
     if _JAVA_DOUBLE.fullmatch(trimmed):
         core = trimmed.rstrip("fFdD") if trimmed[-1:] in "fFdD" and "Infinity" not in trimmed else trimmed
         return float(core)

@@ -12,7 +12,7 @@ from rocketspec.spec.protocol import EXPRESSION_TYPE_TAG, SUB_ALL
 def subscription_tags(sub_string: str | None) -> tuple[str, ...]:
     """The tag set of a tag subscription, in order, duplicates kept once; empty = every tag (FILTER-1).
 
-    post: all(t != "" and t == _java_trim(t) for t in __return__)
+    post: all(t != "" and t == java_trim(t) for t in __return__)
     post: sub_string not in (None, "", "*") or __return__ == ()
     post: len(set(__return__)) == len(__return__)
     """
@@ -21,19 +21,33 @@ def subscription_tags(sub_string: str | None) -> tuple[str, ...]:
     tags: list[str] = []
     for piece in sub_string.split("||"):
         # Java's String.trim strips chars <= ' ' (not Python's whitespace set).
-        tag = _java_trim(piece)
+        tag = java_trim(piece)
         if tag and tag not in tags:
             tags.append(tag)
     return tuple(tags)
 
 
-def _java_trim(text: str) -> str:
+def java_trim(text: str) -> str:
     start, end = 0, len(text)
     while start < end and text[start] <= " ":
         start += 1
     while end > start and text[end - 1] <= " ":
         end -= 1
     return text[start:end]
+
+
+@CLAUSES.oracle("FILTER-2")
+def tags_code(tags: str | None) -> int:
+    """The tags code the broker stores in a message's consume-queue entry: 0 without tags (or empty ones), else the
+    tags' ``String.hashCode`` (FILTER-2).
+
+    post: -2**31 <= __return__ < 2**31
+    post: tags not in (None, "") or __return__ == 0
+    post: tags is None or __return__ == java_string_hash(tags)
+    """
+    if tags is None or tags == "":
+        return 0
+    return java_string_hash(tags)
 
 
 @CLAUSES.oracle("FILTER-2")

@@ -3,10 +3,24 @@
 from __future__ import annotations
 
 from rocketspec.spec.clauses import Clause, ClauseTable
-from rocketspec.spec.protocol import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, SEND_BACK_LOCAL_RETRY_DELAY_MS
+from rocketspec.spec.protocol import (
+    BROKER_FLUSH_CONSUMER_OFFSET_INTERVAL_MS,
+    BROKER_REGISTER_INITIAL_DELAY_MS,
+    CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
+    FLUSH_INTERVAL_COMMITLOG_MS,
+    OFFSET_ILLEGAL_REMOVE_DELAY_MS,
+    PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
+    RESET_OFFSET_CLIENT_WAIT_MS,
+    SEND_BACK_LOCAL_RETRY_DELAY_MS,
+)
 
 _PERSIST_S = PERSIST_CONSUMER_OFFSET_INTERVAL_MS // 1000
 _SEND_BACK_RETRY_S = SEND_BACK_LOCAL_RETRY_DELAY_MS // 1000
+_BROKER_PERSIST_S = BROKER_FLUSH_CONSUMER_OFFSET_INTERVAL_MS // 1000
+_BROKER_PERSIST_FIRST_S = BROKER_REGISTER_INITIAL_DELAY_MS // 1000
+_ILLEGAL_S = OFFSET_ILLEGAL_REMOVE_DELAY_MS // 1000
+_RESET_WAIT_S = RESET_OFFSET_CLIENT_WAIT_MS // 1000
+_TIMESTAMP_LAG_MIN = CONSUME_TIMESTAMP_DEFAULT_LAG_MS // 60_000
 
 CLAUSES = ClauseTable(
     area="offset_commit",
@@ -162,6 +176,105 @@ CLAUSES = ClauseTable(
             "to be consumed; a queue added back starts at or before its first unhandled message, in "
             "clustering exactly at the broker offset.",
             "RebalancePushImpl.computePullFromWhereWithException, ProcessQueue; seed 001 §1.3, §6.3",
+        ),
+        Clause(
+            "OFF-20",
+            "A queue whose readOffset(READ_FROM_STORE) answers -1 starts by consumeFromWhere: FIRST at 0; LAST at 0 "
+            "for a retry topic, else at the queue's max offset; TIMESTAMP at the max offset for a retry topic, else "
+            f"at searchOffset(consumeTimestamp) (default: {_TIMESTAMP_LAG_MIN} minutes before the consumer "
+            "started).",
+            "RebalancePushImpl.computePullFromWhereWithException, DefaultMQPushConsumer.consumeTimestamp",
+        ),
+        Clause(
+            "OFF-21",
+            "searchOffset (getOffsetInQueueByTime) binary-searches the queue's store times: an entry stored exactly "
+            "at the time when the search meets one, else the nearer of the last entry before and the first after "
+            "(the earlier on a tie); the first entry when all are later, the last entry (max offset - 1) when all "
+            "are earlier, 0 for an empty queue.",
+            "ConsumeQueue.getOffsetInQueueByTime, DefaultMessageStore.getOffsetInQueueByTime",
+        ),
+        Clause(
+            "OFF-22",
+            "A stored message takes the queue's max offset and the broker's store time. The broker persists its "
+            f"offset table every {_BROKER_PERSIST_S} s (first {_BROKER_PERSIST_FIRST_S} s after start) and on a clean "
+            "shutdown, and a crash-restart reloads the last persisted table; SYNC_FLUSH keeps every acknowledged "
+            "message across a crash, ASYNC_FLUSH keeps a prefix of each queue holding at least what was stored "
+            f"{FLUSH_INTERVAL_COMMITLOG_MS} ms before it. A restart forgets the broker's consumer connections.",
+            "BrokerController.initialize, ConsumerOffsetManager.persist/load, CommitLog.handleDiskFlush, "
+            "FlushRealTimeService, DefaultMessageStore.recover",
+        ),
+        Clause(
+            "OFF-23",
+            "A pull answered OFFSET_ILLEGAL marks its ProcessQueue dropped (it stays in processQueueTable) with "
+            f"nextBeginOffset as the pull offset; {_ILLEGAL_S} s later updateOffset(nextBeginOffset, false), "
+            "persist(mq) and removeProcessQueue (persist, removeOffset); a rebalance adds the queue back (OFF-13).",
+            "DefaultMQPushConsumerImpl.pullMessage (OFFSET_ILLEGAL), RebalanceImpl.removeProcessQueue",
+        ),
+        Clause(
+            "OFF-24",
+            "A consumer starting loads its store (broadcasting: the file's entries into memory); a clean shutdown "
+            "runs persistAll over processQueueTable, unregisters and drops every ProcessQueue without a per-queue "
+            "persist; a crash persists nothing; either way the memory entries go with the process.",
+            "DefaultMQPushConsumerImpl.start/shutdown, LocalFileOffsetStore.load, RebalanceImpl.destroy",
+        ),
+        Clause(
+            "OFF-25",
+            "INVOKE_BROKER_TO_RESET_OFFSET takes per write queue the offset at the timestamp (-1: the max offset; "
+            "below 0: 0), the committed offset instead unless isForce or lower; SYSTEM_ERROR for a topic without "
+            "config or a queue the group never committed, CONSUMER_NOT_ONLINE without a connected client, else "
+            "RESET_CONSUMER_CLIENT_OFFSET to every connected client and SUCCESS with the offsets.",
+            "Broker2Client.resetOffset, AdminBrokerProcessor.resetOffset",
+        ),
+        Clause(
+            "OFF-26",
+            "A client told to reset suspends pulling, marks the listed ProcessQueues dropped and clears them; "
+            f"{_RESET_WAIT_S} s later each gets updateOffset(offset, false), then removeUnnecessaryMessageQueue "
+            "(persist, removeOffset) and leaves processQueueTable; then the consumer resumes and rebalances.",
+            "ClientRemotingProcessor.resetOffset, MQClientInstance.resetOffset",
+        ),
+        Clause(
+            "OFF-27",
+            "GET_CONSUME_STATS reports, for the topic asked (else each topic of the group's offsets) that has config "
+            "and that an online group with subscriptions subscribes to, per read queue the max offset, the committed "
+            "offset (both at least 0) and the store time of the message before the committed offset (0 when none); "
+            "GET_BROKER_CONSUME_STATS the same per group over write queues with their total lag, "
+            "GET_ALL_CONSUMER_OFFSET the table itself.",
+            "AdminBrokerProcessor.getConsumeStats/fetchAllConsumeStatsInBroker/getAllConsumerOffset",
+        ),
+        Clause(
+            "OFF-28",
+            "QUERY_CONSUME_TIME_SPAN reports per write queue the store times of the first and the last message, of "
+            "the message before the committed offset (the first when nothing is committed) and, when the committed "
+            "offset is below the max offset, now minus the store time of the message at it.",
+            "AdminBrokerProcessor.queryConsumeTimeSpan",
+        ),
+        Clause(
+            "OFF-29",
+            "A client is online at a broker from its heartbeat until it shuts down or crashes or the broker "
+            "restarts; a heartbeat, a pull (also a held one's re-run) or an unregister makes the broker create a "
+            "missing subscription group. GET_CONSUMER_CONNECTION_LIST lists the online clients with the group's "
+            "message model and consumeFromWhere (CONSUMER_NOT_ONLINE when none); "
+            "INVOKE_BROKER_TO_GET_CONSUMER_STATUS gathers each online client's memory entries of the topic "
+            "(cloneOffsetTable).",
+            "ClientManageProcessor.heartBeat, AdminBrokerProcessor.getConsumerConnectionList, "
+            "Broker2Client.getConsumeStatus, MQClientInstance.getConsumerStatus",
+        ),
+        Clause(
+            "OFF-30",
+            "An admin UPDATE_CONSUMER_OFFSET commits as OFF-8; CLONE_GROUP_OFFSET copies the source group's "
+            "offsets of the topic asked to the destination group; DELETE_SUBSCRIPTIONGROUP with removeOffset "
+            "forgets the group's offsets on that broker. A message sent back in clustering reaches the group's "
+            "retry queue on the same broker later, as a new message.",
+            "AdminBrokerProcessor.cloneGroupOffset/deleteSubscriptionGroup, ConsumerOffsetManager.cloneOffset/"
+            "removeOffset, SendMessageProcessor.consumerSendMsgBack",
+        ),
+        Clause(
+            "OFF-31",
+            "An orderly consumer's first pull of a ProcessQueue, once it is locked, reads the offset again "
+            "(readOffset(READ_FROM_STORE), cached when found, no removeDirtyOffset) and pulls from where that read "
+            "starts (OFF-20); pulls wait for that read.",
+            "DefaultMQPushConsumerImpl.pullMessage (isPreviouslyLocked), "
+            "RebalancePushImpl.computePullFromWhereWithException",
         ),
     ),
 )

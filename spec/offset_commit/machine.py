@@ -1,394 +1,409 @@
-"""Offset commit: the state machine: frozen state, actions, ``enabled`` and ``step``."""
+"""Offset commit: the state machine as a transition table: guard, effect and candidate generator per action kind.
+
+The state and the actions are in ``state``, the guards and effects in ``steps`` (queues, clients, assignment, pulls,
+consumption) and ``admin`` (admin requests, resets). The candidate generators propose what the bounded explorer
+tries under :class:`Bounds`; the kinds only an environment produces (admin requests, heartbeats, broker restarts and
+persists, failed pulls) have none: the lockstep machine (``tests/test_stateful_offset_commit.py``) drives them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Iterator
 
 import attrs
 
-from rocketspec.spec.explorer import require_enabled
+from rocketspec.spec.offset_commit import admin, pulls, steps
 from rocketspec.spec.offset_commit.clauses import CLAUSES
-from rocketspec.spec.offset_commit.oracles import (
-    NO_OFFSET,
-    ProcessQueueState,
-    StoreRead,
-    broker_commit,
-    broker_query_offset,
-    broker_stores_pull_commit,
-    concurrent_consume_result,
-    local_persist,
-    local_persist_all,
-    make_message_to_consume_again,
-    orderly_commit,
-    pull_commit_request,
-    put_messages,
-    read_offset,
-    remove_offset,
-    take_messages,
-    update_offset,
+from rocketspec.spec.offset_commit.oracles import NO_OFFSET
+from rocketspec.spec.offset_commit.state import (
+    Action,
+    AdminCommit,
+    AllOffsetsAsked,
+    BrokerConsumeStatsAsked,
+    BrokerRestarted,
+    CommitArrives,
+    ConnectionsAsked,
+    ConsumeFinished,
+    ConsumerCrashed,
+    ConsumerShutdown,
+    ConsumerStarted,
+    ConsumerStatusAsked,
+    ConsumeStatsAsked,
+    GroupCreated,
+    GroupDeleted,
+    Heartbeat,
+    LateOffsetWrite,
+    LockedRead,
+    LockedStart,
+    MessageStored,
+    OffsetCorrected,
+    OffsetQueried,
+    OffsetRead,
+    OffsetResetAsked,
+    OffsetsCloned,
+    OffsetsPersisted,
+    OffsetState,
+    OffsetUpdated,
+    OrderlyConsumed,
+    OtherGroupUpdated,
+    PersistAll,
+    PullFailed,
+    PullFound,
+    PullNoNewMessage,
+    PullOffsetMoved,
+    PullSent,
+    QueueAssigned,
+    QueueDropped,
+    ResetApplied,
+    ResetReceived,
+    StalePullAnswered,
+    TakeMessages,
+    TimeSpanAsked,
 )
-from rocketspec.spec.protocol import MessageModel, ReadOffsetType, ResponseCode
-from rocketspec.spec.versions import DEFAULT_PROFILE, V4_9_8, VersionProfile
+from rocketspec.spec.protocol import is_retry_topic
+from rocketspec.spec.transitions import Transition, TransitionTable
 
-# --- State machine ------------------------------------------------------------------------------------------
-
-
-@attrs.frozen(cache_hash=True)
-class Config:
-    """A machine's fixed parameters: message model, orderly or concurrent, release, sizes (the queue's
-    messages, the pull batch, consumeMessageBatchMaxSize), how many send-backs may fail, and whether a
-    dropped ProcessQueue's consume thread may write late (OFF-12)."""
-
-    message_model: MessageModel = MessageModel.CLUSTERING
-    orderly: bool = False
-    profile: VersionProfile = DEFAULT_PROFILE
-    messages: int = 3
-    pull_batch: int = 2
-    consume_batch: int = 1
-    max_send_back_failures: int = 0
-    late_writes: bool = False
-
-    @property
-    def clustering(self) -> bool:
-        return self.message_model == MessageModel.CLUSTERING
-
-    @property
-    def forgets(self) -> bool:
-        """Whether persist(mq) and removeOffset(mq) act: remote store always, local from 4.9.8 (OFF-16)."""
-        return self.clustering or self.profile >= V4_9_8
-
-
-@attrs.frozen(cache_hash=True)
-class ConsumeRequest:
-    """A concurrent consume request: its messages and, once its listener returned, the removeMessage result
-    still to be written into the memory entry (``removed``; None while the listener runs)."""
-
-    offsets: tuple[int, ...]
-    removed: int | None = None
-
-
-@attrs.frozen(cache_hash=True)
-class Held:
-    """The queue while the consumer holds it: its ProcessQueue, the next pull offset, the consume requests,
-    and whether a consume thread of an earlier, dropped ProcessQueue wrote into the memory entry since the
-    queue was added (``late_write``, OFF-18)."""
-
-    pq: ProcessQueueState
-    next_offset: int
-    requests: tuple[ConsumeRequest, ...] = ()
-    late_write: bool = False
-
-
-@attrs.frozen(cache_hash=True)
-class OffsetState:
-    """One queue's offsets: ``stored`` (broker table, or the local file when broadcasting), the commits
-    travelling to the broker (``in_flight``, sorted), the client's ``memory`` entry (both NO_OFFSET when
-    there is none), the queue while held (None before, after a drop, after a crash), the removeMessage
-    results of dropped ProcessQueues whose consume threads passed the isDropped check and may still write
-    (``late``, sorted), the offsets handled so far (``done``, OFF-17), and counters of crashes, drops and
-    failed send-backs."""
-
-    config: Config
-    stored: int = NO_OFFSET
-    in_flight: tuple[int, ...] = ()
-    memory: int = NO_OFFSET
-    held: Held | None = None
-    late: tuple[int, ...] = ()
-    done: frozenset[int] = frozenset()
-    crashes: int = 0
-    drops: int = 0
-    send_back_failures: int = 0
-
-    def but(self, **changes: object) -> OffsetState:
-        """A copy with ``changes``: attrs.evolve without its introspection, since it runs on every step."""
-        fields = {
-            "config": self.config,
-            "stored": self.stored,
-            "in_flight": self.in_flight,
-            "memory": self.memory,
-            "held": self.held,
-            "late": self.late,
-            "done": self.done,
-            "crashes": self.crashes,
-            "drops": self.drops,
-            "send_back_failures": self.send_back_failures,
-        }
-        fields.update(changes)
-        return OffsetState(**fields)  # type: ignore[arg-type]
+# --- Candidates: the actions worth trying under a model's bounds ---------------------------------------------
 
 
 @attrs.frozen
-class PullFound:
-    """A pull returns FOUND with the next batch; it carried the commit of OFF-9."""
+class Bounds:
+    """What a model tries: up to ``max_crashes`` crashes (or, with ``shutdowns``, clean shutdowns) and ``max_drops``
+    drops, ``max_in_flight`` commits
+    travelling at once (a commit is sent only while fewer travel, and a persist only when its values do not travel
+    already: a second copy reaches no new broker value), up to ``max_messages`` messages per queue (a producer
+    stores more until then), ``max_restarts`` broker crashes (each losing the last message, with the broker's
+    persists in between) and ``max_admin`` admin changes (an offset set to either end, a reset to the end or the
+    start, a clone, a group deleted; heartbeats then put the clients online)."""
+
+    max_crashes: int = 1
+    max_drops: int = 1
+    max_in_flight: int = 2
+    max_messages: int = 0
+    max_restarts: int = 0
+    max_admin: int = 0
+    shutdowns: bool = False
+    quick_broker: bool = True
 
 
-@attrs.frozen
-class PullNoNewMessage:
-    """A pull at the end of the queue returns NO_NEW_MSG; it carried the commit of OFF-9."""
-
-
-@attrs.frozen
-class ConsumeFinished:
-    """A concurrent listener returned for ``request``; sending ``send_back_failed`` back failed (OFF-4)."""
-
-    request: ConsumeRequest
-    send_back_failed: tuple[int, ...] = ()
-
-
-@attrs.frozen
-class OffsetUpdated:
-    """The consume thread of ``request`` writes its removeMessage result into the memory entry."""
-
-    request: ConsumeRequest
-
-
-@attrs.frozen
-class TakeMessages:
-    """Orderly: the consume thread takes the next batch."""
-
-
-@attrs.frozen
-class OrderlyConsumed:
-    """Orderly: the listener returned SUCCESS (``success``) or SUSPEND_CURRENT_QUEUE_A_MOMENT."""
-
-    success: bool
-
-
-@attrs.frozen
-class PersistAll:
-    """The periodic persist task runs."""
-
-
-@attrs.frozen
-class CommitArrives:
-    """A travelling commit of ``offset`` (a persist, or carried by a pull) reaches the broker."""
-
-    offset: int
-
-
-@attrs.frozen
-class ConsumerCrashed:
-    """The consumer process dies: memory entry, ProcessQueue and consume threads are gone."""
-
-
-@attrs.frozen
-class QueueDropped:
-    """Rebalance (or pull idling) takes the queue away from the consumer."""
-
-
-@attrs.frozen
-class QueueAssigned:
-    """The queue is assigned to the consumer again, or the restarted consumer takes it."""
-
-
-@attrs.frozen
-class LateOffsetWrite:
-    """A consume thread of a dropped ProcessQueue, which passed the isDropped check before the drop, writes
-    its removeMessage result ``offset`` only now (OFF-12: the check and the write are not atomic); or a pull
-    of the dropped ProcessQueue, with nothing cached, is answered NO_NEW_MSG and correctTagsOffset writes its
-    next offset (OFF-12: the pull callback does not check isDropped)."""
-
-    offset: int
-
-
-Action = (
-    PullFound | PullNoNewMessage | ConsumeFinished | OffsetUpdated | TakeMessages | OrderlyConsumed
-    | PersistAll | CommitArrives | ConsumerCrashed | QueueDropped | QueueAssigned | LateOffsetWrite
-)
-
-
-def _pull_commit(state: OffsetState) -> tuple[int, ...]:
-    """The commit a pull sends now, if any (OFF-9 on the client, OFF-10 on a master broker)."""
-    commit_offset, flag = pull_commit_request(state.config.message_model, state.memory)
-    if broker_stores_pull_commit(flag, first_processing=True, is_slave=False, passed_checks=True):
-        return (commit_offset,)
-    return ()
-
-
-def _plus(values: tuple[int, ...], *more: int) -> tuple[int, ...]:
-    return tuple(sorted((*values, *more)))
-
-
-def _without_one(values: tuple[int, ...], value: int) -> tuple[int, ...]:
-    index = values.index(value)
-    return values[:index] + values[index + 1:]
-
-
-def _requests(requests: Iterable[ConsumeRequest]) -> tuple[ConsumeRequest, ...]:
-    """Consume requests in a canonical order: they run in any order, the order only identifies states."""
-    return tuple(sorted(requests, key=lambda r: (r.offsets, r.removed is not None, r.removed or 0)))
-
-
-@CLAUSES.oracle("OFF-4", "OFF-9", "OFF-12", "OFF-13", "OFF-14", "OFF-15")
-def enabled(state: OffsetState, action: Action) -> bool:
-    """Whether ``action`` can happen in ``state`` (OFF-4, OFF-9, OFF-12, OFF-13, OFF-14, OFF-15).
-
-    Consume results exist only for requests of the held ProcessQueue; of a dropped one, only a late write
-    may remain (OFF-12).
-    """
-    held = state.held
-    config = state.config
-    if isinstance(action, QueueAssigned):
-        return held is None
-    if isinstance(action, CommitArrives):
-        return action.offset in state.in_flight
-    if isinstance(action, LateOffsetWrite):
-        return action.offset in state.late
-    if isinstance(action, ConsumerCrashed):
-        return True
-    if held is None:
+def _busy(state: OffsetState, client: int, bounds: Bounds) -> bool:
+    """Whether ``quick_broker`` holds the client's own consumption back: a pull or a read of it is unanswered."""
+    if not bounds.quick_broker:
         return False
-    if isinstance(action, (QueueDropped, PersistAll)):
-        return True
-    if isinstance(action, PullFound):
-        return held.next_offset < config.messages
-    if isinstance(action, PullNoNewMessage):
-        return held.next_offset >= config.messages
-    if isinstance(action, ConsumeFinished):
-        return (
-            not config.orderly
-            and action.request in held.requests
-            and action.request.removed is None
-            and set(action.send_back_failed) <= set(action.request.offsets)
-            and (config.clustering or not action.send_back_failed)
-        )
-    if isinstance(action, OffsetUpdated):
-        return action.request in held.requests and action.request.removed is not None
-    if isinstance(action, TakeMessages):
-        return config.orderly and not held.pq.taken and bool(held.pq.cached)
-    if isinstance(action, OrderlyConsumed):
-        return config.orderly and bool(held.pq.taken)
-    return False
+    return any((lane.held is not None and lane.held.pull is not None) or lane.reading is not None
+               for lane in state.lanes[client])
 
 
-@CLAUSES.oracle("OFF-4", "OFF-9", "OFF-11", "OFF-12", "OFF-13", "OFF-14", "OFF-15", "OFF-16")
-def step(state: OffsetState, action: Action) -> OffsetState:
-    """The state after the enabled ``action``.
+def _room(state: OffsetState, queue: int, bounds: Bounds) -> bool:
+    return len(state.queues[queue].in_flight) < bounds.max_in_flight
 
-    Pulls and their commits (OFF-9), consume results (OFF-4, OFF-15), persists (OFF-11, OFF-16), drops
-    (OFF-12), assignment (OFF-13), NO_NEW_MSG (OFF-14).
-    """
-    require_enabled(enabled, state, action, Action)
+
+def _lanes(state: OffsetState) -> Iterator[tuple[int, int]]:
+    return itertools.product(range(len(state.clients)), range(len(state.queues)))
+
+
+def _stored_candidates(state: OffsetState, bounds: Bounds) -> Iterator[MessageStored]:
+    for queue, q in enumerate(state.queues):
+        last = q.times[-1] if q.times else 0
+        retry = is_retry_topic(state.config.queues[queue].topic)
+        if (retry and q.owed > 0) or (not retry and len(q.times) < bounds.max_messages):
+            yield MessageStored(queue, last + 1)
+
+
+def _commit_candidates(state: OffsetState, bounds: Bounds) -> Iterator[CommitArrives]:
+    for queue, q in enumerate(state.queues):
+        for offset in sorted(set(q.in_flight)):
+            yield CommitArrives(queue, offset)
+
+
+def _late_candidates(state: OffsetState, bounds: Bounds) -> Iterator[LateOffsetWrite]:
+    for client, queue in _lanes(state):
+        for offset in sorted(set(state.lanes[client][queue].late)):
+            yield LateOffsetWrite(client, queue, offset)
+
+
+def _crash_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ConsumerCrashed]:
+    if state.crashes < bounds.max_crashes:
+        yield from (ConsumerCrashed(c) for c in range(len(state.clients)))
+
+
+def _start_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ConsumerStarted]:
+    yield from (ConsumerStarted(c) for c in range(len(state.clients)))
+
+
+def _read_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetRead]:
+    yield from (OffsetRead(c, q) for c, q in _lanes(state))
+
+
+def _assign_candidates(state: OffsetState, bounds: Bounds) -> Iterator[QueueAssigned]:
+    for client, queue in _lanes(state):
+        for start in sorted(steps.allowed_starts(state, client, queue)):
+            yield QueueAssigned(client, queue, start)
+
+
+def _locked_read_candidates(state: OffsetState, bounds: Bounds) -> Iterator[LockedRead]:
+    if state.config.orderly:
+        yield from (LockedRead(c, q) for c, q in _lanes(state))
+
+
+def _locked_start_candidates(state: OffsetState, bounds: Bounds) -> Iterator[LockedStart]:
+    if state.config.orderly:
+        for client, queue in _lanes(state):
+            for start in sorted(steps.allowed_starts(state, client, queue)):
+                yield LockedStart(client, queue, start)
+
+
+def _sends(state: OffsetState, client: int, queue: int) -> bool:
+    """Whether a persist or a drop of the lane sends a commit (the bounds hold those back when commits crowd)."""
+    return state.config.clustering and state.lanes[client][queue].memory != NO_OFFSET
+
+
+def _pull_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PullSent]:
+    for client, queue in _lanes(state):
+        held = state.lanes[client][queue].held
+        commit = steps.pull_commit(state, client, queue)
+        if held is not None and (commit is None or _room(state, queue, bounds)):
+            yield PullSent(client, queue, held.next_offset, commit)
+
+
+def _answer_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PullFound | PullNoNewMessage
+                                                                           | PullOffsetMoved]:
+    """The broker answers a pull as its queue is now: FOUND, NO_NEW_MSG at the end, OFFSET_ILLEGAL past it."""
+    for client, queue in _lanes(state):
+        held = state.lanes[client][queue].held
+        if held is None or held.pull is None:
+            continue
+        max_offset = state.queues[queue].max_offset
+        if held.pull < max_offset:
+            yield PullFound(client, queue, min(state.config.pull_batch, max_offset - held.pull), max_offset)
+        elif held.pull == max_offset or max_offset == 0:
+            yield PullNoNewMessage(client, queue, max_offset)
+        else:
+            yield PullOffsetMoved(client, queue, steps.overflow_next(max_offset, state.config.profile))
+
+
+def _found_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PullFound]:
+    yield from (a for a in _answer_candidates(state, bounds) if isinstance(a, PullFound))
+
+
+def _no_new_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PullNoNewMessage]:
+    yield from (a for a in _answer_candidates(state, bounds) if isinstance(a, PullNoNewMessage))
+
+
+def _moved_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PullOffsetMoved]:
+    yield from (a for a in _answer_candidates(state, bounds) if isinstance(a, PullOffsetMoved))
+
+
+def _stale_candidates(state: OffsetState, bounds: Bounds) -> Iterator[StalePullAnswered]:
+    for client, queue in _lanes(state):
+        max_offset = state.queues[queue].max_offset
+        for offset in sorted({s.offset for s in state.lanes[client][queue].stale}):
+            yield StalePullAnswered(client, queue, offset, "FOUND" if offset < max_offset else "NO_NEW_MSG")
+
+
+def _subsets(offsets: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    for size in range(len(offsets) + 1):
+        yield from itertools.combinations(offsets, size)
+
+
+def _finish_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ConsumeFinished]:
     config = state.config
-    held = state.held
-    if isinstance(action, CommitArrives):
-        stored, _lower_logged = broker_commit(state.stored, action.offset)
-        return state.but(stored=stored, in_flight=_without_one(state.in_flight, action.offset))
-    if isinstance(action, ConsumerCrashed):
-        return state.but(memory=NO_OFFSET, held=None, late=(), crashes=state.crashes + 1)
-    if isinstance(action, LateOffsetWrite):
-        memory = update_offset(state.memory, action.offset, True)
-        late_held = None if held is None else Held(held.pq, held.next_offset, held.requests, True)
-        return state.but(memory=memory, held=late_held, late=_without_one(state.late, action.offset))
-    if isinstance(action, QueueAssigned):
-        return _assigned(state)
-    if held is None:
-        raise ValueError(f"{action!r} needs the queue held")
-    if isinstance(action, QueueDropped):
-        return _dropped(state)
-    if isinstance(action, PersistAll):
-        if state.memory == NO_OFFSET:
-            return state
-        if config.clustering:
-            return state.but(in_flight=_plus(state.in_flight, state.memory))
-        file = local_persist_all((state.stored,), (state.memory,), (True,), config.profile)
-        return state.but(stored=file[0])
-    if isinstance(action, PullFound):
-        end = min(held.next_offset + config.pull_batch, config.messages)
-        batch = tuple(range(held.next_offset, end))
-        pq, _dispatch = put_messages(held.pq, batch)
-        queued = held.requests
-        if not config.orderly:
-            # submitConsumeRequest cuts the pulled list into requests of consumeMessageBatchMaxSize.
-            size = config.consume_batch
-            chunks = (ConsumeRequest(batch[i:i + size]) for i in range(0, len(batch), size))
-            queued = _requests((*queued, *chunks))
-        pulled = Held(pq, end, queued, held.late_write)
-        return state.but(in_flight=_plus(state.in_flight, *_pull_commit(state)), held=pulled)
-    if isinstance(action, PullNoNewMessage):
-        memory = state.memory
-        if held.pq.msg_count == 0:
-            memory = update_offset(memory, held.next_offset, True)
-        return state.but(in_flight=_plus(state.in_flight, *_pull_commit(state)), memory=memory)
-    if isinstance(action, ConsumeFinished):
-        request = action.request
-        failed = tuple(o in action.send_back_failed for o in request.offsets)
-        pq, commit, retried = concurrent_consume_result(held.pq, request.offsets, failed,
-                                                        config.message_model)
-        requests = list(held.requests)
-        requests.remove(request)
-        if commit != NO_OFFSET:
-            requests.append(ConsumeRequest(request.offsets, commit))
-        if retried:
-            requests.append(ConsumeRequest(retried))
-        return state.but(
-            done=state.done | (set(request.offsets) - set(retried)),
-            held=Held(pq, held.next_offset, _requests(requests), held.late_write),
-            send_back_failures=state.send_back_failures + (1 if retried else 0),
-        )
-    if isinstance(action, OffsetUpdated):
-        requests = list(held.requests)
-        requests.remove(action.request)
-        written = action.request.removed
-        if written is None:
-            raise ValueError(f"{action!r}: the listener has not returned")
-        memory = update_offset(state.memory, written, True)
-        unwritten = Held(held.pq, held.next_offset, tuple(requests), held.late_write)
-        return state.but(memory=memory, held=unwritten)
-    if isinstance(action, TakeMessages):
-        pq, _taken = take_messages(held.pq, config.consume_batch)
-        return state.but(held=Held(pq, held.next_offset, held.requests, held.late_write))
-    if isinstance(action, OrderlyConsumed):
-        if not action.success:
-            again = make_message_to_consume_again(held.pq, held.pq.taken)
-            return state.but(held=Held(again, held.next_offset, held.requests, held.late_write))
-        pq, commit = orderly_commit(held.pq)
-        return state.but(
-            memory=update_offset(state.memory, commit, False),
-            done=state.done | set(held.pq.taken),
-            held=Held(pq, held.next_offset, held.requests, held.late_write),
-        )
-    raise ValueError(f"not an offset_commit action: {action!r}")
+    retries = config.clustering and state.send_back_failures < config.max_send_back_failures
+    for client, queue in _lanes(state):
+        held = state.lanes[client][queue].held
+        if _busy(state, client, bounds):
+            continue
+        for request in () if held is None else held.requests:
+            if request.removed is not None:
+                continue
+            for failed in _subsets(request.offsets) if retries else [()]:
+                yield ConsumeFinished(client, queue, request.offsets, not failed, failed)
 
 
-def _dropped(state: OffsetState) -> OffsetState:
-    """OFF-12: marked dropped, persist(mq), removeOffset(mq). The dropped ProcessQueue's consume requests go
-    with it, except that a thread whose removeMessage result is ready may have passed the isDropped check
-    already and write it later (``late``); so may a pull in flight when nothing is cached: a NO_NEW_MSG
-    answer makes correctTagsOffset write the pull offset."""
-    config = state.config
-    assert state.held is not None
-    # Of the results ready, the largest is the one a late write can do most with (increaseOnly): the
-    # machine keeps that one.
-    ready = [r.removed for r in state.held.requests if r.removed is not None]
-    if state.held.pq.msg_count == 0:
-        ready.append(state.held.next_offset)
-    late = _plus(state.late, max(ready)) if ready and config.late_writes else state.late
-    in_flight, stored = state.in_flight, state.stored
-    if config.clustering:
-        if state.memory != NO_OFFSET:
-            in_flight = _plus(in_flight, state.memory)
-    else:
-        stored = local_persist((stored,), (state.memory,), 0, config.profile)[0]
-    memory = remove_offset((state.memory,), 0, local=not config.clustering, profile=config.profile)[0]
-    return state.but(
-        in_flight=in_flight, stored=stored, memory=memory, held=None, late=late, drops=state.drops + 1
-    )
+def _update_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetUpdated]:
+    for client, queue in _lanes(state):
+        held = state.lanes[client][queue].held
+        if _busy(state, client, bounds):
+            continue
+        for request in () if held is None else held.requests:
+            if request.removed is not None:
+                yield OffsetUpdated(client, queue, request.offsets)
 
 
-def _assigned(state: OffsetState) -> OffsetState:
-    """OFF-13: removeDirtyOffset, readOffset(READ_FROM_STORE), pull from there (from 0 when there is none)."""
-    config = state.config
-    memory = remove_offset((state.memory,), 0, local=not config.clustering, profile=config.profile)[0]
-    if config.clustering:
-        # The whole queue is still in memory, so a group with no offset is answered 0 (OFF-7).
-        code, offset = broker_query_offset(state.stored, 0, False)
-        found = StoreRead.FOUND if code == ResponseCode.SUCCESS else StoreRead.NOT_FOUND
-    else:
-        offset = state.stored
-        found = StoreRead.NOT_FOUND if state.stored == NO_OFFSET else StoreRead.FOUND
-    answer, memory = read_offset(ReadOffsetType.READ_FROM_STORE, memory, found, max(offset, 0),
-                                 config.clustering)
-    # -1 goes to consumeFromWhere: this consumer starts at the first message (CONSUME_FROM_FIRST_OFFSET).
-    start = answer if answer >= 0 else 0
-    return state.but(memory=memory, held=Held(ProcessQueueState(), start))
+def _take_candidates(state: OffsetState, bounds: Bounds) -> Iterator[TakeMessages]:
+    if state.config.orderly:
+        yield from (TakeMessages(c, q) for c, q in _lanes(state) if not _busy(state, c, bounds))
+
+
+def _orderly_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OrderlyConsumed]:
+    if state.config.orderly:
+        for client, queue in _lanes(state):
+            if _busy(state, client, bounds):
+                continue
+            yield OrderlyConsumed(client, queue, True)
+            yield OrderlyConsumed(client, queue, False)
+
+
+def _persist_candidates(state: OffsetState, bounds: Bounds) -> Iterator[PersistAll]:
+    for client in range(len(state.clients)):
+        if _busy(state, client, bounds):
+            continue
+        values = [(q, lane.memory) for q, lane in enumerate(state.lanes[client])
+                  if lane.held is not None and lane.memory != NO_OFFSET]
+        if not values:
+            continue
+        if state.config.clustering:
+            if all(m in state.queues[q].in_flight for q, m in values):
+                continue
+            if not all(_room(state, q, bounds) for q, _m in values):
+                continue
+        yield PersistAll(client)
+
+
+def _drop_candidates(state: OffsetState, bounds: Bounds) -> Iterator[QueueDropped]:
+    if state.drops >= bounds.max_drops:
+        return
+    for client, queue in _lanes(state):
+        if _room(state, queue, bounds) or not _sends(state, client, queue):
+            yield QueueDropped(client, queue)
+
+
+def _corrected_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetCorrected]:
+    yield from (OffsetCorrected(c, q) for c, q in _lanes(state))
+
+
+def _shutdown_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ConsumerShutdown]:
+    if bounds.shutdowns and state.crashes < bounds.max_crashes:
+        for client in range(len(state.clients)):
+            if all(_room(state, q, bounds) or not _sends(state, client, q) for q in range(len(state.queues))):
+                yield ConsumerShutdown(client)
+
+
+def _heartbeat_candidates(state: OffsetState, bounds: Bounds) -> Iterator[Heartbeat]:
+    if bounds.max_admin > 0:
+        for client, c in enumerate(state.clients):
+            yield from (Heartbeat(client, b) for b in state.config.brokers if b not in c.online)
+
+
+def _persisted_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetsPersisted]:
+    if bounds.max_restarts > 0:
+        for broker in state.config.brokers:
+            queues = state.config.on(broker)
+            if any(state.queues[q].persisted != state.queues[q].stored for q in queues):
+                yield OffsetsPersisted(broker)
+
+
+def _restart_candidates(state: OffsetState, bounds: Bounds) -> Iterator[BrokerRestarted]:
+    if state.restarts >= bounds.max_restarts:
+        return
+    for broker in state.config.brokers:
+        queues = state.config.on(broker)
+        last = max((t for q in queues for t in state.queues[q].times), default=0)
+        kept = tuple(max(state.queues[q].max_offset - 1, 0) for q in queues)
+        yield BrokerRestarted(broker, True, kept, last + 1)
+
+
+def _reset_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetResetAsked]:
+    if state.admin < bounds.max_admin:
+        for broker in state.config.brokers:
+            yield OffsetResetAsked(broker, -1, False)
+            yield OffsetResetAsked(broker, 0, True)
+
+
+def _reset_received_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ResetReceived]:
+    yield from (ResetReceived(c) for c in range(len(state.clients)))
+
+
+def _reset_applied_candidates(state: OffsetState, bounds: Bounds) -> Iterator[ResetApplied]:
+    yield from (ResetApplied(c) for c in range(len(state.clients)))
+
+
+def _admin_commit_candidates(state: OffsetState, bounds: Bounds) -> Iterator[AdminCommit]:
+    if state.admin < bounds.max_admin:
+        for queue, q in enumerate(state.queues):
+            yield from (AdminCommit(queue, offset) for offset in sorted({0, q.max_offset}))
+
+
+def _clone_candidates(state: OffsetState, bounds: Bounds) -> Iterator[OffsetsCloned]:
+    if state.admin < bounds.max_admin:
+        yield from (OffsetsCloned(b) for b in state.config.brokers)
+
+
+def _delete_candidates(state: OffsetState, bounds: Bounds) -> Iterator[GroupDeleted]:
+    if state.admin < bounds.max_admin:
+        yield from (GroupDeleted(b) for b in state.config.brokers)
+
+
+# --- The table ----------------------------------------------------------------------------------------------
+
+
+TRANSITIONS: TransitionTable[OffsetState, Action, Bounds] = TransitionTable(
+    area="offset_commit",
+    clauses=CLAUSES,
+    transitions=(
+        Transition(CommitArrives, steps._commit_enabled, steps._commit_arrives, _commit_candidates, ("OFF-8",)),
+        Transition(LateOffsetWrite, steps._late_enabled, steps._late_write, _late_candidates,
+                   ("OFF-12", "OFF-5")),
+        Transition(ConsumerCrashed, steps._alive_enabled, steps._crashed, _crash_candidates, ("OFF-24", "OFF-17")),
+        Transition(ConsumerStarted, steps._started_enabled, steps._started, _start_candidates,
+                   ("OFF-24", "OFF-16")),
+        Transition(ConsumerShutdown, steps._alive_enabled, steps._shutdown, _shutdown_candidates,
+                   ("OFF-24", "OFF-11", "OFF-16")),
+        Transition(MessageStored, steps._stored_enabled, steps._stored, _stored_candidates, ("OFF-22", "OFF-30")),
+        Transition(Heartbeat, steps._heartbeat_enabled, steps._heartbeat, _heartbeat_candidates, clauses=("OFF-29",)),
+        Transition(GroupCreated, steps._created_enabled, steps._group_created, clauses=("OFF-29", "OFF-22")),
+        Transition(OffsetRead, steps._read_enabled, steps._read, _read_candidates,
+                   ("OFF-13", "OFF-6", "OFF-7", "OFF-16"), label="removeDirtyOffset, readOffset"),
+        Transition(QueueAssigned, steps._assign_enabled, steps._assigned, _assign_candidates,
+                   ("OFF-13", "OFF-19", "OFF-20", "OFF-21")),
+        Transition(LockedRead, steps._locked_read_enabled, steps._locked_read, _locked_read_candidates,
+                   ("OFF-31", "OFF-6", "OFF-7")),
+        Transition(LockedStart, steps._locked_start_enabled, steps._locked_start, _locked_start_candidates,
+                   ("OFF-31", "OFF-20")),
+        Transition(StalePullAnswered, pulls._stale_enabled, pulls._stale_answered, _stale_candidates,
+                   ("OFF-12", "OFF-14")),
+        Transition(PersistAll, steps._alive_enabled, steps._persist_all_effect, _persist_candidates,
+                   ("OFF-11", "OFF-16")),
+        Transition(QueueDropped, steps._drop_enabled, steps._dropped, _drop_candidates, ("OFF-12", "OFF-16")),
+        Transition(PullSent, pulls._pull_sent_enabled, pulls._pull_sent, _pull_candidates, ("OFF-9", "OFF-10")),
+        Transition(PullFound, pulls._found_enabled, pulls._found, _found_candidates,
+                   ("OFF-1", "OFF-2", "OFF-4", "OFF-9")),
+        Transition(PullNoNewMessage, pulls._no_new_enabled, pulls._no_new, _no_new_candidates, ("OFF-14",)),
+        Transition(PullOffsetMoved, pulls._moved_enabled, pulls._moved, _moved_candidates, ("OFF-23",)),
+        Transition(PullFailed, pulls._failed_enabled, pulls._failed, clauses=("OFF-9", "OFF-10")),
+        Transition(OffsetCorrected, steps._corrected_enabled, steps._corrected, _corrected_candidates,
+                   ("OFF-23",)),
+        Transition(ConsumeFinished, pulls._finished_enabled, pulls._consume_finished, _finish_candidates,
+                   ("OFF-4", "OFF-17", "OFF-30")),
+        Transition(OffsetUpdated, pulls._updated_enabled, pulls._offset_updated, _update_candidates,
+                   ("OFF-4", "OFF-5")),
+        Transition(TakeMessages, pulls._take_enabled, pulls._take, _take_candidates, ("OFF-15",)),
+        Transition(OrderlyConsumed, pulls._orderly_enabled, pulls._orderly_consumed, _orderly_candidates,
+                   ("OFF-15",)),
+        Transition(OffsetsPersisted, steps._broker_known, steps._offsets_persisted, _persisted_candidates,
+                   clauses=("OFF-22",)),
+        Transition(BrokerRestarted, steps._restart_enabled, steps._restarted, _restart_candidates,
+                   clauses=("OFF-22", "OFF-29")),
+        Transition(ResetReceived, admin._reset_received_enabled, admin._reset_received, _reset_received_candidates,
+                   clauses=("OFF-26",)),
+        Transition(ResetApplied, admin._reset_applied_enabled, admin._reset_applied, _reset_applied_candidates,
+                   clauses=("OFF-26",)),
+        Transition(AdminCommit, admin._admin_commit_enabled, admin._admin_commit, _admin_commit_candidates,
+                   clauses=("OFF-30", "OFF-8")),
+        Transition(OffsetQueried, admin._queue_known, admin._queried, clauses=("OFF-7",)),
+        Transition(OffsetResetAsked, admin._reset_enabled, admin._reset_asked, _reset_candidates,
+                   clauses=("OFF-25", "OFF-21")),
+        Transition(ConsumeStatsAsked, admin._known, admin._consume_stats, clauses=("OFF-27",)),
+        Transition(BrokerConsumeStatsAsked, admin._known, admin._broker_stats, clauses=("OFF-27",)),
+        Transition(AllOffsetsAsked, admin._known, admin._all_offsets, clauses=("OFF-27",)),
+        Transition(TimeSpanAsked, admin._known, admin._time_span, clauses=("OFF-28",)),
+        Transition(ConnectionsAsked, admin._known, admin._connections, clauses=("OFF-29",)),
+        Transition(ConsumerStatusAsked, admin._known, admin._consumer_status, clauses=("OFF-29",)),
+        Transition(OffsetsCloned, admin._known, admin._cloned, _clone_candidates, clauses=("OFF-30",)),
+        Transition(GroupDeleted, admin._known, admin._group_deleted, _delete_candidates, clauses=("OFF-30",)),
+        Transition(OtherGroupUpdated, admin._known, admin._other_group_updated, clauses=("OFF-22",)),
+    ),
+)
+enabled = TRANSITIONS.enabled
+step = TRANSITIONS.step

@@ -13,6 +13,7 @@ from rocketspec.spec.protocol import (
     PULL_FLAG_COMMIT_OFFSET,
     PULL_FLAG_SUBSCRIPTION,
     PULL_FLAG_SUSPEND,
+    ConsumeFromWhere,
     MessageModel,
     ReadOffsetType,
     ResponseCode,
@@ -440,3 +441,35 @@ def broker_stores_pull_commit(
     post: __return__ == (passed_checks and first_processing and not is_slave and sys_flag % 2 == 1)
     """
     return passed_checks and first_processing and not is_slave and bool(sys_flag & PULL_FLAG_COMMIT_OFFSET)
+
+
+# --- Oracles: where a newly added queue starts (OFF-20) --------------------------------------------------------
+
+
+@CLAUSES.oracle("OFF-20", "OFF-13")
+def pull_start(where: ConsumeFromWhere, answer: int, retry: bool, max_offset: int, by_time: int) -> int:
+    """Where a queue added to a consumer starts pulling (OFF-13, OFF-20); -1: the queue is left out this round.
+
+    ``answer`` is readOffset(READ_FROM_STORE) (the stored offset, -1 for none, -2 for a failed read); ``retry``
+    whether the queue is of a retry topic; ``max_offset`` and ``by_time`` the broker's maxOffset and
+    searchOffset(consumeTimestamp) answers, asked only when ``answer`` is -1.
+
+    pre: answer >= -2 and max_offset >= 0 and by_time >= 0
+    post: answer < 0 or __return__ == answer
+    post: answer != -2 or __return__ == -1
+    post: answer != -1 or __return__ >= 0
+    post: answer != -1 or where != ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET or __return__ == 0
+    post: answer != -1 or where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP or not retry or __return__ == 0
+    post: answer != -1 or where != ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET or retry or __return__ == max_offset
+    post: answer != -1 or where != ConsumeFromWhere.CONSUME_FROM_TIMESTAMP or not retry or __return__ == max_offset
+    post: answer != -1 or where != ConsumeFromWhere.CONSUME_FROM_TIMESTAMP or retry or __return__ == by_time
+    """
+    if answer >= 0:
+        return answer
+    if answer != -1:
+        return -1
+    if where == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        return 0
+    if where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+        return max_offset if retry else by_time
+    return 0 if retry else max_offset

@@ -118,8 +118,8 @@ CLAUSES = ClauseTable(
         Clause(
             "PULL-18",
             "The broker commits the request's commitOffset iff it is a first processing, the commit flag is set "
-            "and it is not a slave, whatever the result; a push consumer sets the flag iff clustering and its "
-            "memory offset > 0.",
+            "and it is not a slave, whatever the store's result (a check before the store that fails answers "
+            "first, without a commit); a push consumer sets the flag iff clustering and its memory offset > 0.",
             "PullMessageProcessor.processRequest; DefaultMQPushConsumerImpl.pullMessage; seed 001 §4.3.2 第九步",
         ),
         Clause(
@@ -177,6 +177,126 @@ CLAUSES = ClauseTable(
             "Property: no answer moves the consumer past a readable message that matches its subscription "
             "without delivering it.",
             "consequence of PULL-3 to PULL-9 and PULL-20 to PULL-22",
+        ),
+        Clause(
+            "PULL-28",
+            "computePullFromWhere: the offset readOffset gives when it is >= 0; with none (-1), "
+            "CONSUME_FROM_FIRST_OFFSET starts at 0, CONSUME_FROM_LAST_OFFSET at the queue's max offset (0 for a "
+            "%RETRY% topic), CONSUME_FROM_TIMESTAMP at SEARCH_OFFSET_BY_TIMESTAMP of consumeTimestamp (the max offset "
+            "for a %RETRY% topic); a push consumer reads the broker (READ_FROM_STORE), which its offset store keeps.",
+            "RebalancePushImpl.computePullFromWhereWithException; RemoteBrokerOffsetStore.readOffset",
+        ),
+        Clause(
+            "PULL-29",
+            "QUERY_CONSUMER_OFFSET answers the group's committed offset; with none, 0 when the queue's min offset is"
+            " <= 0 and offset 0 is not on disk only (a group new to a queue that never lost data starts at 0, "
+            "whatever consumeFromWhere says), else QUERY_NOT_FOUND, which readOffset turns into -1.",
+            "ConsumerManageProcessor.queryConsumerOffset; RemoteBrokerOffsetStore.fetchConsumeOffsetFromBroker",
+        ),
+        Clause(
+            "PULL-30",
+            "SEARCH_OFFSET_BY_TIMESTAMP binary-searches the queue's entries from max(minOffset, the first file) by "
+            "store time (an entry whose commit-log data is gone counts as earlier): an entry stored at the "
+            "timestamp if the search meets one, else the nearer of the last entry before and the first after (the "
+            "earlier on a tie), the first readable entry when all are later, the last entry (max - 1) when all "
+            "are earlier, the file's first offset - 1 (0 at least) when every entry's data is gone, 0 for an empty "
+            "queue.",
+            "ConsumeQueue.getOffsetInQueueByTime; DefaultMessageStore.getOffsetInQueueByTime",
+            versions="4.9.8 searches the one consume-queue file modified at or after the timestamp (else the last);"
+            " the spec's queue is that file",
+        ),
+        Clause(
+            "PULL-31",
+            "A lite pull consumer's pull task takes, in order, a pending seek offset (which also becomes the consume"
+            " offset), the queue's pull offset, else computePullFromWhere reading its offset store's memory first "
+            "(MEMORY_FIRST_THEN_STORE); its pull offset is set only by an answer.",
+            "DefaultLitePullConsumerImpl.nextPullOffset; RebalanceLitePullImpl.computePullFromWhereWithException",
+        ),
+        Clause(
+            "PULL-32",
+            "A lite pull consumer's answer: FOUND with messages and no seek pending caches them and appends one "
+            "consume request; for every status, OFFSET_ILLEGAL included, the pull offset becomes nextBeginOffset "
+            "unless a seek is pending and the task pulls again at once; nothing is dropped and no offset stored; an "
+            "error pulls again after pullTimeDelayMillsWhenException (1000 ms), FLOW_CONTROL after 20 ms; the answer"
+            " of a pull sent before a seek is ignored; while the consume requests cached times pullBatchSize exceed"
+            " pullThresholdForAll the task sends no pull and tries again after 50 ms.",
+            "DefaultLitePullConsumerImpl.PullTaskImpl.run, updatePullOffset",
+        ),
+        Clause(
+            "PULL-33",
+            "A lite pull carries the suspend, subscription and lite-pull flags and never the commit flag; a push "
+            "pull carries the suspend flag, no subscription (postSubscriptionWhenPull false), and the commit flag "
+            "as PULL-18 says; each suspends for its consumer's brokerSuspendMaxTimeMillis (lite 20 s, push 15 s).",
+            "DefaultLitePullConsumerImpl.pullSyncImpl; DefaultMQPushConsumerImpl.pullMessage; DefaultLitePullConsumer",
+        ),
+        Clause(
+            "PULL-34",
+            "poll: with autoCommit, first commitAll if autoCommitIntervalMillis passed since the last auto commit "
+            "(the first poll always); then the oldest consume request of a live process queue is returned, its "
+            "messages leave the process queue and the queue's consume offset becomes removeMessage's answer: the "
+            "smallest offset still cached, else queueOffsetMax + 1.",
+            "DefaultLitePullConsumerImpl.poll, maybeAutoCommit; ProcessQueue.removeMessage",
+        ),
+        Clause(
+            "PULL-35",
+            "commitAll stores, for each assigned queue with a consume offset and a live process queue, "
+            "updateOffset(consumeOffset, increaseOnly=false); persisting sends the assigned queues' offsets to the "
+            "broker (UPDATE_CONSUMER_OFFSET).",
+            "DefaultLitePullConsumerImpl.commitAll, commit; RemoteBrokerOffsetStore.persistAll",
+        ),
+        Clause(
+            "PULL-36",
+            "seek(mq, offset) is refused unless mq is assigned and min <= offset <= max (GET_MIN_OFFSET, "
+            "GET_MAX_OFFSET); else the queue's cached messages and consume requests are cleared and its pull task "
+            "restarts at once from offset.",
+            "DefaultLitePullConsumerImpl.seek, clearMessageQueueInCache",
+        ),
+        Clause(
+            "PULL-37",
+            "A consumer is given the read queue ids [0, readQueueNums) of a topic whose permission is readable, none"
+            " of an unreadable one; a clustering push consumer also its group's %RETRY% queue; a queue assigned by "
+            "hand past readQueueNums is pulled and answered SYSTEM_ERROR.",
+            "MQClientInstance.topicRouteData2TopicSubscribeInfo; DefaultMQPushConsumerImpl.copySubscription",
+        ),
+        Clause(
+            "PULL-38",
+            "A broker restart forgets held pulls and the groups' registrations (until the next heartbeat), fails "
+            "the pulls and offset updates on the wire (their connections close: PULL-23), keeps the messages and the"
+            " committed offsets, deletes the consume-queue files whose data is all gone (never the last) and "
+            "recomputes each min offset from the first file: its first entry at or above the commit log's min "
+            "offset, else 0.",
+            "BrokerController.shutdown, start; DefaultMessageStore.recoverTopicQueueTable; "
+            "ConsumeQueue.correctMinOffset; CleanConsumeQueueService (its first run after a start)",
+        ),
+        Clause(
+            "PULL-39",
+            "A consumer's shutdown persists the offsets of its queues and unregisters it; a crash persists nothing"
+            " and loses the offset updates it had on the wire; the broker forgets the held pulls of a closed "
+            "connection and the group once no channel is left.",
+            "DefaultMQPushConsumerImpl.shutdown; PullRequestHoldService; ConsumerManager.doChannelCloseEvent",
+        ),
+        Clause(
+            "PULL-40",
+            "A suspended push consumer (a lite pull consumer's paused queue) sends no pull: its pull loop looks "
+            "again every 1 s and pulls at such a look once resumed; a suspended push consumer starts no rebalance (one"
+            " under way completes).",
+            "DefaultMQPushConsumerImpl.pullMessage, suspend, resume; DefaultLitePullConsumerImpl.PullTaskImpl.run, "
+            "pause, resume",
+        ),
+        Clause(
+            "PULL-41",
+            "CLEAN_EXPIRED_CONSUMEQUEUE destroys every consume queue (not SCHEDULE_TOPIC_XXXX's) whose messages all "
+            "left the commit log: the queue starts again empty, at offset 0.",
+            "DefaultMessageStore.cleanExpiredConsumerQueue; AdminBrokerProcessor.cleanExpiredConsumeQueue",
+        ),
+        Clause(
+            "PULL-42",
+            "A broker crash keeps the messages its store flushed (SYNC_FLUSH: each before its put is answered; "
+            "ASYNC_FLUSH: those before the last periodic flush, every 500 ms, or the one before old data is "
+            "deleted) and the committed offsets it last persisted (every 5 s, and at shutdown); the rest is lost and"
+            " the restart is otherwise as PULL-38 says.",
+            "CommitLog.handleDiskFlush, FlushRealTimeService; BrokerController (persistAllConsumerOffset every 5 s);"
+            " DefaultMessageStore.recover",
         ),
     ),
 )

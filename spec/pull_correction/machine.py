@@ -1,398 +1,389 @@
-"""Pull correction: the state machine: frozen state, actions, ``enabled`` and ``step``."""
+"""Pull correction: the state machine as a transition table, ``TRANSITIONS``: for each action kind its guard and
+effect (``effects``, ``pulls``), the candidates a model tries under its ``Bounds``, the clauses it implements and its
+label. The state and the actions are in ``state``; ``enabled``, ``step`` and ``candidates`` are the table's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import attrs
 
-from rocketspec.spec.explorer import require_enabled
-from rocketspec.spec.protocol import GetMessageStatus, ResponseCode
-from rocketspec.spec.pull_correction.clauses import CLAUSES
-from rocketspec.spec.pull_correction.oracles import (
-    CqEntry,
-    HoldOutcome,
-    OffsetUpdate,
-    apply_offset_update,
-    broker_commits,
-    client_reaction,
-    commit_flag,
-    held_request_outcome,
-    pull_status,
-    response_code,
-    roll_next_file,
-    scan_queue,
-    store_status,
+from rocketspec.spec.pull_correction.clauses import (
+    CLAUSES,
 )
-from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
+from rocketspec.spec.pull_correction.effects import (
+    append,
+    append_enabled,
+    assign,
+    assign_enabled,
+    correct_min,
+    correct_min_enabled,
+    delete_commit_log,
+    delete_commit_log_enabled,
+    delete_cq_file,
+    delete_cq_file_enabled,
+    destroyed,
+    destroyed_enabled,
+    flushed,
+    flushed_enabled,
+    heartbeat,
+    heartbeat_enabled,
+    offset_reset,
+    offset_reset_enabled,
+    persisted,
+    persisted_enabled,
+    raw_answer,
+    raw_pull,
+    raw_pull_enabled,
+    rebalance,
+    rebalance_enabled,
+    restart,
+    restart_enabled,
+    starts,
+    starts_enabled,
+    stops,
+    stops_enabled,
+    time,
+    time_enabled,
+    unregistered,
+    unregistered_enabled,
+)
+from rocketspec.spec.pull_correction.pulls import (
+    answered,
+    answered_enabled,
+    commit,
+    commit_enabled,
+    consume,
+    consume_enabled,
+    consumer_answer,
+    fix,
+    fix_enabled,
+    pause,
+    pause_enabled,
+    persist,
+    persist_enabled,
+    persist_sent,
+    persist_sent_enabled,
+    poll,
+    poll_enabled,
+    pull,
+    pull_enabled,
+    pull_sent,
+    pull_sent_enabled,
+    removed,
+    removed_enabled,
+    seek,
+    seek_enabled,
+    suspend,
+    suspend_enabled,
+    timeout,
+    timeout_enabled,
+    wake,
+    wake_enabled,
+)
+from rocketspec.spec.pull_correction.state import (
+    Action,
+    Answered,
+    Append,
+    Assign,
+    BrokerRestart,
+    Commit,
+    Consume,
+    ConsumerStarts,
+    ConsumerStops,
+    CorrectMinOffset,
+    DelayedFix,
+    DeleteCommitLog,
+    DeleteConsumeQueueFile,
+    Flushed,
+    Heartbeat,
+    HoldTimeout,
+    OffsetReset,
+    OffsetsPersisted,
+    PauseQueue,
+    Persist,
+    PersistSent,
+    Phase,
+    Poll,
+    Pull,
+    PullSent,
+    PullState,
+    QueueDestroyed,
+    QueueRemoved,
+    QueueState,
+    RawPull,
+    Rebalance,
+    Seek,
+    Suspend,
+    TimePasses,
+    Unregistered,
+    Wake,
+)
+from rocketspec.spec.pull_correction.views import (
+    CHECK_MS,
+    consumer_queues,
+    failed_answer,
+    live,
+    next_pull_offset,
+    pull_exact,
+    rebalance_start,
+)
+from rocketspec.spec.transitions import Transition, TransitionTable
 
 # --------------------------------------------------------------------------------------------------------------
-# The state machine
+# Candidates: the actions worth trying under a model's bounds.
 # --------------------------------------------------------------------------------------------------------------
 
 
 @attrs.frozen
-class Config:
-    """Fixed parameters of one exploration: the broker serving the pulls and the bounds."""
+class Bounds:
+    """What a model tries: the tags of appended messages (only the first when no message is filtered out), offsets
+    an operator resets to, consumer stops and starts, broker restarts, raw pulls, lite pull commits and seeks (to the
+    queue's min and max), pauses and suspensions, and time passing to the next deadline."""
 
-    profile: VersionProfile = DEFAULT_PROFILE
-    is_slave: bool = False
-    offset_check_in_slave: bool = False
-    max_messages: int = 3
-    cq_file_entries: int = 2
-    batch: int = 2
-    filtered_messages: bool = True
+    tags: tuple[str, ...] = ("A", "B")
+    resets: tuple[int, ...] = ()
+    lifecycle: bool = False
+    restarts: bool = False
+    raw: bool = False
+    commits: bool = True
+    seeks: bool = True
+    time: bool = True
+    pauses: bool = False
 
 
-@attrs.frozen
-class Store:
-    """One queue in the serving broker's store.
+def _queues(state: PullState) -> range:
+    return range(state.config.queue_count)
 
-    Offsets ``[0, len(matches))`` were written; ``matches[i]`` says whether message ``i`` matches the consumer's
-    subscription. Commit-log data exists from ``data_from``; consume-queue files exist from ``cq_from`` (a file
-    start); ``min_offset`` is the consume queue's logical minimum, which lags behind deletions until corrected.
-    """
 
-    min_offset: int = 0
-    cq_from: int = 0
-    data_from: int = 0
-    matches: tuple[bool, ...] = ()
+def _append_candidates(state: PullState, bounds: Bounds) -> Iterator[Append]:
+    tags = bounds.tags if state.config.filtered_messages else bounds.tags[:1]
+    for q in _queues(state):
+        for tag in tags:
+            yield Append(q, tag, state.queues[q].store.max_offset)
 
-    @property
-    def max_offset(self) -> int:
-        return len(self.matches)
 
-    def readable(self, offset: int) -> bool:
-        """Whether a pull could deliver the message at ``offset`` now."""
-        return (
-            self.min_offset <= offset < self.max_offset
-            and offset >= self.cq_from
-            and offset >= self.data_from
-            and self.matches[offset]
-        )
+def _per_queue(kind: type[Any]) -> Callable[[PullState, Bounds], Iterator[Action]]:
+    def candidates(state: PullState, bounds: Bounds) -> Iterator[Action]:
+        for q in _queues(state):
+            yield kind(q)
+    return candidates
 
 
-@attrs.frozen
-class ProcessQueue:
-    """The consumer's ProcessQueue: cached message offsets and the highest offset ever put (queueOffsetMax)."""
+def _reset_candidates(state: PullState, bounds: Bounds) -> Iterator[OffsetReset]:
+    for q in range(state.config.topic_queues):
+        for offset in bounds.resets:
+            yield OffsetReset(q, offset)
 
-    dropped: bool = False
-    cached: frozenset[int] = frozenset()
-    offset_max: int = 0
 
+def _restart_candidates(state: PullState, bounds: Bounds) -> Iterator[BrokerRestart]:
+    if bounds.restarts:
+        yield BrokerRestart()
+        yield BrokerRestart(crash=True)
 
-@attrs.frozen
-class PullState:
-    """One store queue, one push consumer pulling it (clustering), the broker's stored offset.
 
-    ``pq`` None: no process queue (before the first rebalance, or removed). ``held``: the offset of the pull
-    the broker holds. ``memory_offset``: the consumer's offset store (None: no entry). ``fix``: the pending
-    OFFSET_ILLEGAL fix, run 10 s after the answer.
-    """
+def _flushed_candidates(state: PullState, bounds: Bounds) -> Iterator[Flushed]:
+    if bounds.restarts and any(qs.store.durable < qs.store.max_offset for qs in state.queues):
+        yield Flushed()
 
-    config: Config
-    store: Store
-    broker_offset: int
-    pq: ProcessQueue | None = None
-    pull_offset: int = 0
-    held: int | None = None
-    memory_offset: int | None = None
-    fix: OffsetUpdate | None = None
 
+def _persisted_candidates(state: PullState, bounds: Bounds) -> Iterator[OffsetsPersisted]:
+    if bounds.restarts and any(qs.durable_offset != qs.broker_offset or qs.durable_raw != qs.raw_offset
+                               for qs in state.queues):
+        yield OffsetsPersisted()
 
-@attrs.frozen
-class Answer:
-    """A pull's outcome at the broker, with the queue bounds it was decided against."""
 
-    requested: int
-    status: GetMessageStatus
-    code: ResponseCode | None
-    next_offset: int
-    min_offset: int
-    max_offset: int
-    delivered: tuple[int, ...] = ()
+def _heartbeat_candidates(state: PullState, bounds: Bounds) -> Iterator[Heartbeat]:
+    if not state.registered:
+        yield Heartbeat()
 
 
-@attrs.frozen
-class Append:
-    """A message is written to the queue (``matches``: it matches the consumer's subscription)."""
+def _unregistered_candidates(state: PullState, bounds: Bounds) -> Iterator[Unregistered]:
+    yield Unregistered()
 
-    matches: bool
 
+def _starts_candidates(state: PullState, bounds: Bounds) -> Iterator[ConsumerStarts]:
+    if bounds.lifecycle:
+        yield ConsumerStarts(False)
+        yield ConsumerStarts(True)
 
-@attrs.frozen
-class DeleteCommitLog:
-    """The commit-log data of the oldest remaining message of the queue is deleted."""
 
+def _stops_candidates(state: PullState, bounds: Bounds) -> Iterator[ConsumerStops]:
+    if bounds.lifecycle:
+        yield ConsumerStops(False)
+        yield ConsumerStops(True)
 
-@attrs.frozen
-class DeleteConsumeQueueFile:
-    """The first consume-queue file, all of whose messages are gone, is deleted (never the last file)."""
 
+def _rebalance_candidates(state: PullState, bounds: Bounds) -> Iterator[Rebalance]:
+    for q in consumer_queues(state):
+        if state.queues[q].pq is None:
+            yield Rebalance(q, rebalance_start(state, q))
 
-@attrs.frozen
-class CorrectMinOffset:
-    """correctMinOffset: min moves to the first entry of the first file whose data remains."""
 
+def _pull_sent_candidates(state: PullState, bounds: Bounds) -> Iterator[PullSent]:
+    for q in _queues(state):
+        qs = state.queues[q]
+        if live(state, q) and qs.pull_in == 0 and qs.live_request is None:
+            yield PullSent(q, next_pull_offset(state, q))
 
-@attrs.frozen
-class Pull:
-    """The consumer pulls at its next offset and the broker processes the request: ``answer`` (held if no code)."""
 
-    answer: Answer
+def _offsets_in(qs: QueueState, phase: Phase) -> list[int]:
+    return sorted({r.offset for r in qs.requests if r.phase is phase})
 
 
-@attrs.frozen
-class Wake:
-    """The hold service finds the queue's max past a held request's offset and processes it again."""
-
-    answer: Answer
-
-
-@attrs.frozen
-class HoldTimeout:
-    """A held request's hold time is over: it is processed again."""
-
-    answer: Answer
-
-
-@attrs.frozen
-class Consume:
-    """The consume service finishes the cached message at ``offset`` and commits the process queue's progress."""
+def _pull_candidates(state: PullState, bounds: Bounds) -> Iterator[Pull]:
+    for q in _queues(state):
+        for offset in _offsets_in(state.queues[q], Phase.SENT):
+            yield Pull(q, offset, consumer_answer(state, q, offset, True))
 
-    offset: int
 
+def _held_candidates(kind: type[Any]) -> Callable[[PullState, Bounds], Iterator[Action]]:
+    def candidates(state: PullState, bounds: Bounds) -> Iterator[Action]:
+        for q in _queues(state):
+            for offset in _offsets_in(state.queues[q], Phase.HELD):
+                yield kind(q, offset, consumer_answer(state, q, offset, False))
+    return candidates
 
-@attrs.frozen
-class PersistAll:
-    """The 5 s persistAll sends the memory offset of the queue (still in the process queue table) to the broker."""
-
-
-@attrs.frozen
-class DelayedFix:
-    """10 s after OFFSET_ILLEGAL: updateOffset(next, false), persist, removeProcessQueue."""
-
-
-@attrs.frozen
-class Rebalance:
-    """A rebalance finds the assigned queue without a process queue and adds it back."""
-
-
-Action = (
-    Append | DeleteCommitLog | DeleteConsumeQueueFile | CorrectMinOffset | Pull | Wake | HoldTimeout | Consume
-    | PersistAll | DelayedFix | Rebalance
-)
-
-
-def _last_file_start(store: Store, file_entries: int) -> int:
-    return ((store.max_offset - 1) // file_entries) * file_entries
-
-
-def _can_delete_cq_file(state: PullState) -> bool:
-    store, f = state.store, state.config.cq_file_entries
-    # A file goes when its last entry's data is gone; the last file of a queue is never deleted.
-    return (
-        store.max_offset > 0
-        and store.cq_from + f <= store.data_from
-        and store.cq_from < _last_file_start(store, f)
-    )
-
-
-def _corrected_min(state: PullState) -> int:
-    store, f = state.store, state.config.cq_file_entries
-    first = max(store.cq_from, store.data_from)
-    if first < min(store.cq_from + f, store.max_offset):
-        return first
-    return store.min_offset
-
-
-def decide(state: PullState, offset: int, broker_allow_suspend: bool) -> Answer:
-    """The broker's outcome for a pull at ``offset`` against ``state``'s store, through the oracles."""
-    cfg, store = state.config, state.store
-    readable = offset >= store.cq_from
-    scan = None
-    entries: tuple[CqEntry, ...] = ()
-    if store.min_offset <= offset < store.max_offset and readable:
-        end = min(store.max_offset, roll_next_file(offset, cfg.cq_file_entries))
-        entries = tuple(
-            (CqEntry.MATCH if store.matches[j] else CqEntry.NO_MATCH)
-            if j >= store.data_from
-            else (CqEntry.GONE_MATCH if store.matches[j] else CqEntry.GONE_NO_MATCH)
-            for j in range(offset, end)
-        )
-        scan = scan_queue(entries, max_msg_nums=cfg.batch)
-    decision = store_status(
-        offset,
-        store.min_offset,
-        store.max_offset,
-        entry_readable=readable,
-        scan=scan,
-        is_slave=cfg.is_slave,
-        offset_check_in_slave=cfg.offset_check_in_slave,
-        cq_file_entries=cfg.cq_file_entries,
-        profile=cfg.profile,
-    )
-    answer = response_code(
-        decision.status,
-        requested_offset=offset,
-        is_slave=cfg.is_slave,
-        offset_check_in_slave=cfg.offset_check_in_slave,
-        broker_allow_suspend=broker_allow_suspend,
-    )
-    delivered: tuple[int, ...] = ()
-    if decision.status is GetMessageStatus.FOUND and scan is not None:
-        delivered = tuple(offset + k for k in range(scan.entries_scanned) if entries[k] is CqEntry.MATCH)
-    return Answer(
-        offset,
-        decision.status,
-        answer.code,
-        decision.next_begin_offset,
-        store.min_offset,
-        store.max_offset,
-        delivered,
-    )
-
-
-def _live(state: PullState) -> bool:
-    return state.pq is not None and not state.pq.dropped
-
-
-@CLAUSES.oracle("PULL-13", "PULL-14", "PULL-22", "PULL-24")
-def enabled(state: PullState, action: Action) -> bool:
-    """Whether ``action`` can happen in ``state`` (PULL-13, PULL-14, PULL-22, PULL-24).
-
-    A live process queue with no held request pulls; only a held request is woken (max past its offset) or
-    times out; the OFFSET_ILLEGAL fix runs once; a rebalance re-adds the queue only when it has no process
-    queue and no fix is pending. A pull's answer must be the broker's decision for the state.
-    """
-    store, cfg = state.store, state.config
-    match action:
-        case Append(matches=m):
-            return store.max_offset < cfg.max_messages and (m or cfg.filtered_messages)
-        case DeleteCommitLog():
-            return store.data_from < store.max_offset
-        case DeleteConsumeQueueFile():
-            return _can_delete_cq_file(state)
-        case CorrectMinOffset():
-            return _corrected_min(state) != store.min_offset
-        case Pull(answer=a):
-            return _live(state) and state.held is None and a == decide(state, state.pull_offset, True)
-        case Wake(answer=a):
-            return (
-                state.held is not None
-                and held_request_outcome(store.max_offset, state.held) is HoldOutcome.WAKE
-                and a == decide(state, state.held, False)
-            )
-        case HoldTimeout(answer=a):
-            return state.held is not None and a == decide(state, state.held, False)
-        case Consume(offset=o):
-            return _live(state) and state.pq is not None and o in state.pq.cached
-        case PersistAll():
-            return (
-                state.pq is not None
-                and state.memory_offset is not None
-                and state.memory_offset != state.broker_offset
-            )
-        case DelayedFix():
-            return state.fix is not None
-        case Rebalance():
-            return state.pq is None and state.fix is None
-    return False
-
-
-def _react(state: PullState, answer: Answer) -> PullState:
-    assert answer.code is not None and state.pq is not None
-    status = pull_status(answer.code)
-    pq = state.pq
-    reaction = client_reaction(
-        status,
-        answer.next_offset,
-        not pq.cached,
-        request_offset=answer.requested,
-        found_messages=len(answer.delivered),
-        profile=state.config.profile,
-    )
-    memory = state.memory_offset
-    if reaction.enqueue:
-        pq = attrs.evolve(
-            pq, cached=pq.cached | frozenset(answer.delivered), offset_max=max(pq.offset_max, *answer.delivered)
-        )
-    if reaction.update is not None:
-        memory = apply_offset_update(memory, reaction.update)
-    if reaction.drop:
-        pq = attrs.evolve(pq, dropped=True)
-    return attrs.evolve(
-        state, pq=pq, pull_offset=reaction.next_offset, held=None, memory_offset=memory, fix=reaction.fix
-    )
-
-
-@CLAUSES.oracle("PULL-13", "PULL-14", "PULL-18", "PULL-20", "PULL-21", "PULL-22", "PULL-24")
-def step(state: PullState, action: Action) -> PullState:
-    """The state after an enabled ``action`` (PULL-13, PULL-14, PULL-18, PULL-20, PULL-21, PULL-22, PULL-24).
-
-    A pull commits the memory offset on a master (PULL-18), then is held (PULL-13) or answered; a woken or
-    timed-out request is answered without a commit (PULL-14); the consumer reacts (PULL-20, PULL-21, PULL-22); the fix
-    stores, persists and removes (PULL-22); a rebalance resumes from the broker's offset (PULL-24).
-    """
-    require_enabled(enabled, state, action, Action)
-    store, cfg = state.store, state.config
-    match action:
-        case Append(matches=m):
-            return attrs.evolve(state, store=attrs.evolve(store, matches=(*store.matches, m)))
-        case DeleteCommitLog():
-            return attrs.evolve(state, store=attrs.evolve(store, data_from=store.data_from + 1))
-        case DeleteConsumeQueueFile():
-            return attrs.evolve(state, store=attrs.evolve(store, cq_from=store.cq_from + cfg.cq_file_entries))
-        case CorrectMinOffset():
-            return attrs.evolve(state, store=attrs.evolve(store, min_offset=_corrected_min(state)))
-        case Pull(answer=a):
-            broker_offset = state.broker_offset
-            memory = -1 if state.memory_offset is None else state.memory_offset
-            flag = commit_flag(clustering=True, memory_offset=memory)
-            if broker_commits(broker_allow_suspend=True, has_commit_flag=flag, is_slave=cfg.is_slave):
-                broker_offset = memory
-            state = attrs.evolve(state, broker_offset=broker_offset)
-            if a.code is None:
-                return attrs.evolve(state, held=a.requested)
-            return _react(state, a)
-        case Wake(answer=a) | HoldTimeout(answer=a):
-            return _react(state, a)
-        case Consume(offset=o):
-            assert state.pq is not None
-            rest = state.pq.cached - {o}
-            progress = min(rest) if rest else state.pq.offset_max + 1
-            memory = apply_offset_update(state.memory_offset, OffsetUpdate(progress, True))
-            return attrs.evolve(state, pq=attrs.evolve(state.pq, cached=rest), memory_offset=memory)
-        case PersistAll():
-            assert state.memory_offset is not None
-            return attrs.evolve(state, broker_offset=state.memory_offset)
-        case DelayedFix():
-            assert state.fix is not None
-            memory = apply_offset_update(state.memory_offset, state.fix)
-            # persist, then removeProcessQueue: persist again and forget the memory offset.
-            return attrs.evolve(state, broker_offset=memory, memory_offset=None, pq=None, fix=None)
-        case Rebalance():
-            # removeDirtyOffset, then computePullFromWhere reads the broker's offset into the offset store.
-            offset = state.broker_offset
-            return attrs.evolve(state, pq=ProcessQueue(), pull_offset=offset, memory_offset=offset)
-    raise ValueError(f"unknown action {action!r}")
-
-
-def _candidates(state: PullState) -> Iterator[Action]:
-    yield Append(True)
-    yield Append(False)
-    yield DeleteCommitLog()
-    yield DeleteConsumeQueueFile()
-    yield CorrectMinOffset()
-    if _live(state) and state.held is None:
-        yield Pull(decide(state, state.pull_offset, True))
-    if state.held is not None:
-        rerun = decide(state, state.held, False)
-        yield Wake(rerun)
-        yield HoldTimeout(rerun)
-    if state.pq is not None:
-        for offset in sorted(state.pq.cached):
-            yield Consume(offset)
-    yield PersistAll()
-    yield DelayedFix()
-    yield Rebalance()
+
+def _answered_candidates(state: PullState, bounds: Bounds) -> Iterator[Answered]:
+    for q in _queues(state):
+        for offset in _offsets_in(state.queues[q], Phase.ANSWERED):
+            yield Answered(q, offset)
+
+
+def _consume_candidates(state: PullState, bounds: Bounds) -> Iterator[Consume]:
+    for q in _queues(state):
+        pq = state.queues[q].pq
+        if pq is not None:
+            for offset in sorted(pq.cached):
+                yield Consume(q, offset)
+
+
+def _persist_sent_candidates(state: PullState, bounds: Bounds) -> Iterator[PersistSent]:
+    for q in _queues(state):
+        qs = state.queues[q]
+        last = qs.in_transit[-1] if qs.in_transit else qs.broker_offset
+        if qs.memory_offset is not None and (qs.memory_offset != last or (qs.removing and len(qs.in_transit) < 2)):
+            yield PersistSent(q, qs.memory_offset)
+
+
+def _persist_candidates(state: PullState, bounds: Bounds) -> Iterator[Persist]:
+    for q in _queues(state):
+        sent = state.queues[q].in_transit
+        if sent:
+            yield Persist(q, sent[0])
+
+
+def _poll_candidates(state: PullState, bounds: Bounds) -> Iterator[Poll]:
+    if state.cache:
+        yield Poll()
+
+
+def _commit_candidates(state: PullState, bounds: Bounds) -> Iterator[Commit]:
+    if bounds.commits:
+        yield Commit(False)
+
+
+def _seek_candidates(state: PullState, bounds: Bounds) -> Iterator[Seek]:
+    if bounds.seeks:
+        for q in _queues(state):
+            if any(not r.live for r in state.queues[q].requests):
+                continue  # one seek at a time: the pulls it left behind are answered first
+            store = state.queues[q].store
+            for offset in sorted({store.min_offset, store.max_offset}):
+                yield Seek(q, offset)
+
+
+def _raw_candidates(state: PullState, bounds: Bounds) -> Iterator[RawPull]:
+    if bounds.raw:
+        for offset in (0, state.queues[0].store.max_offset + 1):
+            action = RawPull(0, offset, 1, None, True, None, failed_answer(offset))
+            yield attrs.evolve(action, answer=raw_answer(state, action))
+
+
+def _pause_candidates(state: PullState, bounds: Bounds) -> Iterator[PauseQueue]:
+    if bounds.pauses:
+        for q in _queues(state):
+            yield PauseQueue(q, not state.queues[q].paused)
+
+
+def _suspend_candidates(state: PullState, bounds: Bounds) -> Iterator[Suspend]:
+    if bounds.pauses:
+        yield Suspend(not state.suspended)
+
+
+def next_deadline(state: PullState) -> int | None:
+    """The nearest time by which something must happen: a pull or fix due, the check that must time a held request
+    out or wake it (None: nothing must). A model lets time jump there (an auto commit waits for a later poll)."""
+    times: list[int] = []
+    for qs in state.queues:
+        if pull_exact(state, qs) and qs.pull_in and qs.live_request is None:
+            times.append(qs.pull_in)
+        if qs.fix is not None and qs.fix_in:
+            times.append(qs.fix_in)
+        for r in qs.requests:
+            if r.phase is Phase.HELD:
+                times += [t for t in (r.hold_left + CHECK_MS, r.wake_by or 0) if t > 0]
+    return min(times) if times else None
+
+
+def _time_candidates(state: PullState, bounds: Bounds) -> Iterator[TimePasses]:
+    if bounds.time:
+        ms = next_deadline(state)
+        if ms is not None:
+            yield TimePasses(ms)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The machine.
+
+TRANSITIONS: TransitionTable[PullState, Action, Bounds] = TransitionTable("pull_correction", CLAUSES, (
+    Transition(Append, append_enabled, append, _append_candidates, ("PULL-14", "PULL-15")),
+    Transition(DeleteCommitLog, delete_commit_log_enabled, delete_commit_log, _per_queue(DeleteCommitLog),
+               ("PULL-6", "PULL-9")),
+    Transition(DeleteConsumeQueueFile, delete_cq_file_enabled, delete_cq_file, _per_queue(DeleteConsumeQueueFile),
+               ("PULL-6",)),
+    Transition(CorrectMinOffset, correct_min_enabled, correct_min, _per_queue(CorrectMinOffset), ("PULL-3",)),
+    Transition(OffsetReset, offset_reset_enabled, offset_reset, _reset_candidates, ("PULL-24", "PULL-3", "PULL-5")),
+    Transition(BrokerRestart, restart_enabled, restart, _restart_candidates, ("PULL-38", "PULL-23", "PULL-42")),
+    Transition(Flushed, flushed_enabled, flushed, _flushed_candidates, ("PULL-42",)),
+    Transition(OffsetsPersisted, persisted_enabled, persisted, _persisted_candidates, ("PULL-42",)),
+    Transition(Heartbeat, heartbeat_enabled, heartbeat, _heartbeat_candidates, ("PULL-17",)),
+    Transition(Unregistered, unregistered_enabled, unregistered, _unregistered_candidates, ("PULL-39", "PULL-17")),
+    Transition(ConsumerStarts, starts_enabled, starts, _starts_candidates, ("PULL-24", "PULL-28", "PULL-37")),
+    Transition(ConsumerStops, stops_enabled, stops, _stops_candidates, ("PULL-39",)),
+    Transition(Rebalance, rebalance_enabled, rebalance, _rebalance_candidates, ("PULL-24", "PULL-28", "PULL-29")),
+    Transition(Assign, assign_enabled, assign, _per_queue(Assign), ("PULL-31", "PULL-37")),
+    Transition(PullSent, pull_sent_enabled, pull_sent, _pull_sent_candidates, ("PULL-18", "PULL-31", "PULL-33")),
+    Transition(Pull, pull_enabled, pull, _pull_candidates,
+               ("PULL-16", "PULL-17", "PULL-18", "PULL-13", "PULL-10", "PULL-11", "PULL-12")),
+    Transition(Wake, wake_enabled, wake, _held_candidates(Wake), ("PULL-14", "PULL-18")),
+    Transition(HoldTimeout, timeout_enabled, timeout, _held_candidates(HoldTimeout), ("PULL-13", "PULL-14")),
+    Transition(Answered, answered_enabled, answered, _answered_candidates,
+               ("PULL-19", "PULL-20", "PULL-21", "PULL-22", "PULL-23", "PULL-32")),
+    Transition(Consume, consume_enabled, consume, _consume_candidates, ("PULL-34", "PULL-27")),
+    Transition(PersistSent, persist_sent_enabled, persist_sent, _persist_sent_candidates, ("PULL-22", "PULL-35")),
+    Transition(Persist, persist_enabled, persist, _persist_candidates, ("PULL-22", "PULL-24", "PULL-35")),
+    Transition(DelayedFix, fix_enabled, fix, _per_queue(DelayedFix), ("PULL-22",)),
+    Transition(QueueRemoved, removed_enabled, removed, _per_queue(QueueRemoved), ("PULL-22", "PULL-24")),
+    Transition(Poll, poll_enabled, poll, _poll_candidates, ("PULL-34", "PULL-35")),
+    Transition(Commit, commit_enabled, commit, _commit_candidates, ("PULL-35",)),
+    Transition(Seek, seek_enabled, seek, _seek_candidates, ("PULL-36", "PULL-31")),
+    Transition(RawPull, raw_pull_enabled, raw_pull, _raw_candidates,
+               ("PULL-1", "PULL-2", "PULL-3", "PULL-4", "PULL-5", "PULL-6", "PULL-7", "PULL-8", "PULL-9", "PULL-10",
+                "PULL-11", "PULL-12", "PULL-16", "PULL-17", "PULL-18")),
+    Transition(PauseQueue, pause_enabled, pause, _pause_candidates, ("PULL-40",)),
+    Transition(Suspend, suspend_enabled, suspend, _suspend_candidates, ("PULL-40",)),
+    Transition(QueueDestroyed, destroyed_enabled, destroyed, _per_queue(QueueDestroyed),
+               ("PULL-41", "PULL-2", "PULL-5")),
+    Transition(TimePasses, time_enabled, time, _time_candidates,
+               ("PULL-14", "PULL-15", "PULL-22", "PULL-23", "PULL-34")),
+))
+
+#: Whether an action can happen in a state (its transition's guard).
+enabled = TRANSITIONS.enabled
+#: The state after an enabled action (its transition's effect).
+step = TRANSITIONS.step
+#: Every candidate action of a state under a model's bounds (not yet guarded).
+candidates = TRANSITIONS.candidates

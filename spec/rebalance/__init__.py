@@ -22,15 +22,21 @@ restrict callers.
 Version notes (``profile``): up to 4.9.4 a new ProcessQueue is created unlocked, from 4.9.5 locked (REB-15);
 the argument checks of MACHINE_ROOM changed in 4.9.3 and 4.9.4 (REB-2).
 
-The area is a package: ``clauses``, ``oracles``, ``machine``, ``invariants`` (see ``docs/spec-authoring.md``);
-every public name is importable from here."""
+Broadcasting groups (REB-8, REB-26, REB-27) take every queue of the route, keep offsets in each consumer's local
+store, and (orderly) lock a queue only to add it. The machine is a transition table (``TRANSITIONS``, ``machine``);
+its state and actions are in ``state``.
+
+The area is a package: ``clauses``, ``oracles``, ``state``, ``machine``, ``invariants`` (see
+``docs/spec-authoring.md``); every public name is importable from here."""
 
 from __future__ import annotations
 
+from rocketspec.spec.rebalance.candidates import Bounds
 from rocketspec.spec.rebalance.clauses import (
     CLAUSES,
 )
 from rocketspec.spec.rebalance.invariants import (
+    DEFAULT_BOUNDS,
     DEFAULT_GROUPS,
     INVARIANTS,
     STEP_INVARIANTS,
@@ -41,31 +47,7 @@ from rocketspec.spec.rebalance.invariants import (
     views_agree,
 )
 from rocketspec.spec.rebalance.machine import (
-    Action,
-    BatchConsumed,
-    BrokerLeftRoute,
-    BrokerLockReleased,
-    BrokerRestarted,
-    ClientEvicted,
-    ConsumerCrashed,
-    ConsumerShutdown,
-    ConsumerStarted,
-    ConsumerState,
-    GroupState,
-    HeartbeatSent,
-    LockLapsed,
-    LockRenewed,
-    MessageConsumed,
-    OffsetsPersisted,
-    Phase,
-    ProcessQueueState,
-    PullExpired,
-    Rebalanced,
-    RouteRefreshed,
-    Setup,
-    Table,
-    UnlockArrived,
-    describe,
+    TRANSITIONS,
     enabled,
     step,
 )
@@ -82,10 +64,12 @@ from rocketspec.spec.rebalance.oracles import (
     TIMESTAMP,
     AllocationRejected,
     Removal,
+    RouteQueueData,
     TablePlan,
     Unlock,
     allocate,
     allocate_by_config,
+    allocate_by_machine_room,
     assignment,
     avg_slice,
     broker_lock_granted,
@@ -96,18 +80,50 @@ from rocketspec.spec.rebalance.oracles import (
     new_queue_locked,
     orderly_batch_may_start,
     plan_table_update,
+    pull_commit_offset,
     pull_expired,
     rebalance_target,
     removal,
     ring_hash,
     ring_owner,
+    route_queues,
     truncated_queues,
+)
+from rocketspec.spec.rebalance.state import (
+    Action,
+    BatchConsumed,
+    BrokerLeftRoute,
+    BrokerLockReleased,
+    BrokerRestarted,
+    ClientEvicted,
+    ConsumerCrashed,
+    ConsumerShutdown,
+    ConsumerStarted,
+    ConsumerState,
+    GroupState,
+    HeartbeatSent,
+    LockLapsed,
+    LockRenewed,
+    MessageConsumed,
+    OffsetCommitted,
+    OffsetsPersisted,
+    Phase,
+    ProcessQueueState,
+    PullExpired,
+    Rebalanced,
+    RouteChanged,
+    RouteRefreshed,
+    Setup,
+    Table,
+    UnlockArrived,
+    describe,
 )
 
 __all__ = [
     "BROADCASTING",
     "CLAUSES",
     "CLUSTERING",
+    "DEFAULT_BOUNDS",
     "DEFAULT_GROUPS",
     "DEFAULT_VIRTUAL_NODES",
     "FIRST_OFFSET",
@@ -119,9 +135,11 @@ __all__ = [
     "STEP_INVARIANTS",
     "STRATEGIES",
     "TIMESTAMP",
+    "TRANSITIONS",
     "Action",
     "AllocationRejected",
     "BatchConsumed",
+    "Bounds",
     "BrokerLeftRoute",
     "BrokerLockReleased",
     "BrokerRestarted",
@@ -135,12 +153,15 @@ __all__ = [
     "LockLapsed",
     "LockRenewed",
     "MessageConsumed",
+    "OffsetCommitted",
     "OffsetsPersisted",
     "Phase",
     "ProcessQueueState",
     "PullExpired",
     "Rebalanced",
     "Removal",
+    "RouteChanged",
+    "RouteQueueData",
     "RouteRefreshed",
     "Setup",
     "Table",
@@ -149,6 +170,7 @@ __all__ = [
     "UnlockArrived",
     "allocate",
     "allocate_by_config",
+    "allocate_by_machine_room",
     "assignment",
     "avg_slice",
     "broker_lock_granted",
@@ -165,11 +187,13 @@ __all__ = [
     "new_queue_locked",
     "orderly_batch_may_start",
     "plan_table_update",
+    "pull_commit_offset",
     "pull_expired",
     "rebalance_target",
     "removal",
     "ring_hash",
     "ring_owner",
+    "route_queues",
     "step",
     "truncated_queues",
     "views_agree",

@@ -161,5 +161,32 @@ CLAUSES = ClauseTable(
             "next lockAll, which takes the lock again unless another consumer took it first (REB-17).",
             "RebalanceLockManager.mqLockTable; BrokerController; ConsumeMessageOrderlyService.ConsumeRequest.run",
         ),
+        Clause(
+            "REB-25",
+            "A clustering push consumer's pull request carries its in-memory offset of the queue when it is > 0 (the "
+            "commit bit) and the master stores it as the group's offset; broadcasting pulls commit nothing.",
+            "DefaultMQPushConsumerImpl.pullMessage (commitOffsetEnable); PullMessageProcessor.processRequest "
+            "(storeOffsetEnable)",
+        ),
+        Clause(
+            "REB-26",
+            "A broadcasting consumer keeps its offsets in a local store of its own: a removal, the periodic persist "
+            "and a shutdown write it, a new queue starts from it (REB-13), and nothing reaches the broker.",
+            "DefaultMQPushConsumerImpl.start; LocalFileOffsetStore.persist, persistAll, readOffset",
+        ),
+        Clause(
+            "REB-27",
+            "An orderly broadcasting consumer takes the broker lock to add a queue (skip on refusal, REB-12) but never "
+            "renews or releases it (lockAll, the removal unlock and unlockAll run in clustering only), and its "
+            "batches need no lock flag.",
+            "RebalanceImpl.updateProcessQueueTableInRebalance; ConsumeMessageOrderlyService.start/shutdown; "
+            "RebalancePushImpl.removeUnnecessaryMessageQueue; ConsumeMessageOrderlyService.ConsumeRequest.run",
+        ),
+        Clause(
+            "REB-28",
+            "Consumers allocate the read queues of the route: queue ids below readQueueNums of each broker's queue "
+            "data with read permission; writeQueueNums plays no part.",
+            "MQClientInstance.topicRouteData2TopicSubscribeInfo; PermName.isReadable",
+        ),
     ),
 )

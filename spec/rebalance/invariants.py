@@ -2,38 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 
 from rocketspec.spec.explorer import Invariant, Model, StepInvariant
+from rocketspec.spec.protocol import MessageModel
 from rocketspec.spec.queues import MessageQueue, sorted_queues
-from rocketspec.spec.rebalance.machine import (
-    _QUEUE_ACTIONS,
+from rocketspec.spec.rebalance.candidates import Bounds
+from rocketspec.spec.rebalance.machine import TRANSITIONS, full_route
+from rocketspec.spec.rebalance.oracles import CLUSTERING, STRATEGIES, java_split_at
+from rocketspec.spec.rebalance.state import (
     Action,
     BatchConsumed,
     BrokerLeftRoute,
     BrokerLockReleased,
     BrokerRestarted,
-    ClientEvicted,
     ConsumerCrashed,
-    ConsumerShutdown,
-    ConsumerStarted,
     ConsumerState,
     GroupState,
-    HeartbeatSent,
-    LockRenewed,
-    OffsetsPersisted,
     Phase,
     Rebalanced,
-    RouteRefreshed,
+    RouteChanged,
     Setup,
-    UnlockArrived,
-    _full_route,
-    _listed,
     describe,
-    enabled,
-    step,
 )
-from rocketspec.spec.rebalance.oracles import STRATEGIES, _java_split_at
 from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -48,6 +39,8 @@ def _owners(live: list[tuple[str, ConsumerState]], position: int) -> list[str]:
 def views_agree(state: GroupState) -> bool:
     """The brokers list exactly the live consumers, and each last rebalanced on that list and the current route
     and applied its allocation fully (REB-20)."""
+    if not state.setup.clustering:
+        return False
     live = state.live()
     if not live or state.registered != frozenset(cid for cid, _ in live):
         return False
@@ -61,12 +54,13 @@ def _expected_owned(state: GroupState) -> frozenset[int]:
     rooms = set(dict(setup.options).get("consumer_idcs", ()))  # type: ignore[call-overload]
     return frozenset(
         p for p in state.route
-        if len(parts := _java_split_at(setup.queues[p].broker_name)) == 2 and parts[0] in rooms
+        if len(parts := java_split_at(setup.queues[p].broker_name)) == 2 and parts[0] in rooms
     )
 
 
 def _one_owner_when_views_agree(state: GroupState) -> bool:
-    if not views_agree(state):
+    # CONFIG's fixed lists make no ownership claim (REB-6).
+    if state.setup.strategy == "CONFIG" or not views_agree(state):
         return True
     live = state.live()
     owned = _expected_owned(state)
@@ -123,8 +117,11 @@ INVARIANTS: tuple[Invariant[GroupState], ...] = (
 
 
 def _missing_owns_nothing(before: GroupState, action: Action, after: GroupState) -> bool:
-    """A rebalance on an id list without the consumer leaves it owning nothing (REB-2, REB-10)."""
+    """A rebalance on an id list without the consumer leaves it owning nothing (REB-2, REB-10); CONFIG and
+    broadcasting do not read the list (REB-6, REB-8)."""
     if not isinstance(action, Rebalanced) or action.consumer in before.registered:
+        return True
+    if before.setup.strategy == "CONFIG" or not before.setup.clustering:
         return True
     if not before.registered:
         return after == before  # an empty list makes the strategy throw: nothing changes (REB-9)
@@ -132,7 +129,7 @@ def _missing_owns_nothing(before: GroupState, action: Action, after: GroupState)
 
 
 def _persisted_when_dropped(before: GroupState, action: Action, after: GroupState) -> bool:
-    if isinstance(action, (ConsumerCrashed, BrokerLeftRoute, BrokerLockReleased, BrokerRestarted)):
+    if isinstance(action, (ConsumerCrashed, BrokerLeftRoute, BrokerLockReleased, BrokerRestarted, RouteChanged)):
         return True
     old = before.consumer(action.consumer)
     new = after.consumer(action.consumer)
@@ -142,7 +139,7 @@ def _persisted_when_dropped(before: GroupState, action: Action, after: GroupStat
         if entry is None or entry.dropped:
             continue
         later = new.table[p]
-        if (later is None or later.dropped) and after.stored_offsets[p] != entry.offset:
+        if (later is None or later.dropped) and after.offsets_of(action.consumer)[p] != entry.offset:
             return False
     return True
 
@@ -153,6 +150,8 @@ def _batch_under_lock(before: GroupState, action: Action, after: GroupState) -> 
     position = before.setup.position(action.queue)
     entry = before.consumer(action.consumer).table[position]
     holder = before.lock_holders[position]
+    if not before.setup.clustering:  # a broadcasting batch needs no lock (REB-27)
+        return entry is not None and not entry.dropped
     return entry is not None and not entry.dropped and (holder == action.consumer or entry.unbacked)
 
 
@@ -186,7 +185,7 @@ def _new_queue_starts_at_stored_offset(before: GroupState, action: Action, after
     old = before.consumer(action.consumer)
     new = after.consumer(action.consumer)
     return all(
-        e.offset == after.stored_offsets[p]
+        e.offset == after.offsets_of(action.consumer)[p]
         for p, e in enumerate(new.table)
         if e is not None and not e.dropped and ((was := old.table[p]) is None or was.dropped)
     )
@@ -195,8 +194,8 @@ def _new_queue_starts_at_stored_offset(before: GroupState, action: Action, after
 def _crash_keeps_locks_and_registration(before: GroupState, action: Action, after: GroupState) -> bool:
     if not isinstance(action, ConsumerCrashed):
         return True
-    return (after.lock_holders, after.registered, after.stored_offsets) == (
-        before.lock_holders, before.registered, before.stored_offsets
+    return (after.lock_holders, after.registered, after.stored_offsets, after.local_offsets) == (
+        before.lock_holders, before.registered, before.stored_offsets, before.local_offsets
     )
 
 
@@ -206,11 +205,11 @@ STEP_INVARIANTS: tuple[StepInvariant[GroupState, Action], ...] = (
         _missing_owns_nothing,
     ),
     StepInvariant(
-        "an offset is persisted when its queue is dropped", ("REB-10", "REB-11", "REB-14", "REB-23"),
+        "an offset is persisted when its queue is dropped", ("REB-10", "REB-11", "REB-14", "REB-23", "REB-26"),
         _persisted_when_dropped,
     ),
     StepInvariant(
-        "an orderly batch starts only under the broker lock", ("REB-16", "REB-18", "REB-19", "REB-24"),
+        "an orderly batch starts only under the broker lock", ("REB-16", "REB-18", "REB-19", "REB-24", "REB-27"),
         _batch_under_lock
     ),
     StepInvariant("a dropped queue commits no offset", ("REB-16",), _dropped_commits_nothing),
@@ -232,73 +231,26 @@ STEP_INVARIANTS: tuple[StepInvariant[GroupState, Action], ...] = (
 
 
 def initial_state(setup: Setup) -> GroupState:
-    """No consumer started; the whole route listed; nothing locked; stored offsets 0."""
+    """No consumer started; the whole route listed; nothing locked; stored offsets 0 (broadcasting: each consumer's
+    local store, REB-26)."""
     n = len(setup.queues)
     idle = ConsumerState(Phase.NEW, frozenset(), None, False, tuple(None for _ in range(n)), frozenset())
+    zeros = tuple(0 for _ in range(n))
+    local = () if setup.clustering else tuple(zeros for _ in setup.consumer_ids)
     return GroupState(
         setup=setup, consumers=tuple(idle for _ in setup.consumer_ids), registered=frozenset(),
-        route=_full_route(setup), stored_offsets=tuple(0 for _ in range(n)),
-        lock_holders=tuple(None for _ in range(n)), flaps_left=setup.flaps, restarts_left=setup.restarts,
+        route=full_route(setup), stored_offsets=zeros, lock_holders=tuple(None for _ in range(n)),
+        flaps_left=setup.flaps, restarts_left=setup.restarts, local_offsets=local,
     )
 
 
-def _rebalance_variants(state: GroupState, cid: str, me: ConsumerState) -> Iterator[Rebalanced]:
-    """The rebalances that can differ: a reversed id list only when it has two ids or more; a running batch
-    (``busy``) only when a queue not yet dropped is to go, and cached messages only when a queue goes."""
-    setup = state.setup
-    for reversed_list in (False, True) if len(state.registered) > 1 else (False,):
-        yield Rebalanced(cid, reversed_list)
-        if not setup.orderly:
-            continue
-        wanted = setup.target(cid, _listed(state, reversed_list), me.route_view)
-        if wanted is None:
-            continue
-        going = [e for p, e in enumerate(me.table) if e is not None and (p not in wanted or e.pull_expired)]
-        if not going:
-            continue
-        yield Rebalanced(cid, reversed_list, busy=False, cached=True)
-        if any(not e.dropped for e in going):
-            yield Rebalanced(cid, reversed_list, busy=True, cached=False)
-            yield Rebalanced(cid, reversed_list, busy=True, cached=True)
+#: The candidates the default model tries beyond each group's bounds: none (routes change only by BrokerLeftRoute).
+DEFAULT_BOUNDS = Bounds()
 
 
-def candidate_actions(state: GroupState) -> Iterator[Action]:
+def candidate_actions(state: GroupState, bounds: Bounds = DEFAULT_BOUNDS) -> Iterator[Action]:
     """The actions worth trying in ``state`` (a superset of the enabled ones; ``enabled`` decides)."""
-    setup = state.setup
-    if setup.shrinking_route:
-        yield BrokerLeftRoute()
-    if setup.orderly:
-        for p, holder in enumerate(state.lock_holders):
-            if holder is not None:
-                yield BrokerLockReleased(setup.queues[p])
-        if state.restarts_left:
-            for broker in sorted({q.broker_name for q in setup.queues}):
-                yield BrokerRestarted(broker)
-    for cid, me in zip(setup.consumer_ids, state.consumers, strict=True):
-        if me.phase is Phase.NEW:
-            yield ConsumerStarted(cid)
-            continue
-        registered = cid in state.registered
-        if registered:
-            yield ClientEvicted(cid)
-        if me.phase is Phase.DOWN:
-            continue
-        yield ConsumerShutdown(cid)
-        yield ConsumerCrashed(cid)
-        if not registered:
-            yield HeartbeatSent(cid)
-        if setup.shrinking_route:
-            yield RouteRefreshed(cid)
-        yield OffsetsPersisted(cid)
-        if setup.orderly:
-            yield LockRenewed(cid)
-        yield from _rebalance_variants(state, cid, me)
-        for p, entry in enumerate(me.table):
-            if entry is not None:
-                for kind in _QUEUE_ACTIONS:
-                    yield kind(cid, setup.queues[p])
-        for p in sorted(me.pending_unlocks):
-            yield UnlockArrived(cid, setup.queues[p])
+    return TRANSITIONS.candidates(state, bounds)
 
 
 def group(
@@ -313,26 +265,31 @@ def group(
     shrinking_route: bool = False,
     profile: VersionProfile = DEFAULT_PROFILE,
     restarts: int = 0,
+    message_model: MessageModel = CLUSTERING,
+    configured: tuple[tuple[int, ...], ...] | None = None,
     **options: object,
 ) -> Setup:
-    """A clustering group of push consumers to explore: ``consumers`` ids, ``brokers`` x ``queues_per_broker``
-    queues of one topic, ``strategy`` with its ``options``; ``messages``, ``loaded`` and ``flaps`` bound it as
-    ``Setup`` says; ``shrinking_route`` lets the last broker leave the route; ``restarts`` lets a broker restart
-    (orderly, REB-24). CONFIG is not modelled: its fixed
-    lists make no ownership claim.
+    """A group of push consumers to explore: ``consumers`` ids, ``brokers`` x ``queues_per_broker`` queues of one
+    topic, ``strategy`` with its ``options`` (CONFIG: ``configured`` positions per consumer, by default every n-th
+    queue from its slot); ``messages``, ``loaded`` and ``flaps`` bound it as ``Setup`` says; ``shrinking_route`` lets
+    the last broker leave the route; ``restarts`` lets a broker restart (orderly, REB-24); ``message_model``
+    clustering or broadcasting (REB-8, REB-26).
     """
-    if strategy not in STRATEGIES or strategy == "CONFIG":
-        raise ValueError(f"groups run AVG, AVG_BY_CIRCLE, CONSISTENT_HASH or MACHINE_ROOM, not {strategy!r}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"groups run one of {', '.join(STRATEGIES)}, not {strategy!r}")
     if strategy == "MACHINE_ROOM":
         options.setdefault("consumer_idcs", ("room0",))
         names = [f"room{b % 2}@broker-{chr(ord('a') + b)}" for b in range(brokers)]
     else:
         names = [f"broker-{chr(ord('a') + b)}" for b in range(brokers)]
     queues = tuple(sorted_queues(MessageQueue("TopicTest", n, i) for n in names for i in range(queues_per_broker)))
+    if strategy == "CONFIG" and configured is None:
+        configured = tuple(tuple(p for p in range(len(queues)) if p % consumers == i) for i in range(consumers))
     return Setup(
         topic="TopicTest", queues=queues, consumer_ids=tuple(f"10.0.0.{i + 1}@{i + 1}" for i in range(consumers)),
         strategy=strategy, orderly=orderly, messages=messages, loaded=loaded, profile=profile,
         shrinking_route=shrinking_route, flaps=flaps, restarts=restarts, options=tuple(sorted(options.items())),
+        message_model=message_model, configured=configured or (),
     )
 
 
@@ -342,18 +299,11 @@ DEFAULT_GROUPS: tuple[Setup, ...] = (
 )
 
 
-def model(*groups: Setup) -> Model[GroupState, Action]:
+def model(*groups: Setup, bounds: Bounds = DEFAULT_BOUNDS) -> Model[GroupState, Action]:
     """The rebalance machine over ``groups`` (default ``DEFAULT_GROUPS``: three concurrent consumers on 2 x 2
     queues, and two orderly consumers on 2 x 1 queues), each explored from its own initial state."""
     chosen = groups or DEFAULT_GROUPS
-    actions: Callable[[GroupState], Iterable[Action]] = candidate_actions
-    return Model(
-        area="rebalance",
-        bounds="; ".join(describe(g) for g in chosen),
-        initial=tuple(initial_state(g) for g in chosen),
-        actions=actions,
-        enabled=enabled,
-        step=step,
-        invariants=INVARIANTS,
-        step_invariants=STEP_INVARIANTS,
+    return TRANSITIONS.model(
+        bounds, "; ".join(describe(g) for g in chosen), (initial_state(g) for g in chosen), INVARIANTS,
+        STEP_INVARIANTS,
     )

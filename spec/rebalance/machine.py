@@ -1,354 +1,87 @@
-"""Rebalance: the state machine: frozen state, actions, ``enabled`` and ``step``."""
+"""Rebalance: the state machine as a transition table: one guard, effect and candidate generator per action kind.
+
+The state and the actions are ``state.py``, the candidate generators ``candidates.py``; ``TRANSITIONS`` is the
+machine (``rocketspec.spec.transitions``), and ``enabled`` and ``step`` are its generic methods.
+"""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
 from typing import TypeVar
 
 import attrs
 
-from rocketspec.spec.explorer import require_enabled
-from rocketspec.spec.queues import MessageQueue, sorted_ids
+from rocketspec.spec.queues import MessageQueue
+from rocketspec.spec.rebalance.candidates import (
+    Bounds,
+    broker_left_route_candidates,
+    broker_lock_released_candidates,
+    broker_restarted_candidates,
+    committed_candidates,
+    crash_candidates,
+    evicted_candidates,
+    heartbeat_candidates,
+    listed_ids,
+    lock_renewed_candidates,
+    persisted_candidates,
+    queue_candidates,
+    rebalanced_candidates,
+    route_changed_candidates,
+    route_refreshed_candidates,
+    shutdown_candidates,
+    started_candidates,
+    unlock_arrived_candidates,
+)
 from rocketspec.spec.rebalance.clauses import CLAUSES
 from rocketspec.spec.rebalance.oracles import (
-    CLUSTERING,
     Unlock,
     new_queue_locked,
     plan_table_update,
-    rebalance_target,
+    pull_commit_offset,
     removal,
 )
-from rocketspec.spec.versions import VersionProfile
-
-# ---------------------------------------------------------------------------------------------------------------
-# State
-# ---------------------------------------------------------------------------------------------------------------
-
-
-class Phase(enum.Enum):
-    """A consumer's life: not started yet, running, or shut down / crashed."""
-
-    NEW = "NEW"
-    LIVE = "LIVE"
-    DOWN = "DOWN"
-
-
-@attrs.frozen(cache_hash=True)
-class ProcessQueueState:
-    """One process-queue table entry.
-
-    ``offset``: the consumer's in-memory offset; ``locked``: the orderly lock flag, meaning locked and not
-    expired (REB-16); ``unbacked``: a ghost flag the spec keeps to mark a lock flag that REB-19 or REB-24 left
-    without a broker lock behind it. Orderly batches are single steps: a batch still running when a rebalance drops the
-    queue is the rebalance's ``busy`` choice (REB-14), and since such a batch commits nothing (REB-16) it needs
-    no state of its own.
-    """
-
-    offset: int = 0
-    dropped: bool = False
-    pull_expired: bool = False
-    locked: bool = False
-    unbacked: bool = False
-
-
-Table = tuple[ProcessQueueState | None, ...]
-
-
-@attrs.frozen(cache_hash=True)
-class ConsumerState:
-    """One consumer of the group.
-
-    ``route_view``: queue positions of its cached route; ``route_used``: the route its last rebalance ran on
-    (``None`` before the first); ``synced``: a ghost flag, true when its last rebalance ran on the id list and
-    route that still hold and left the table exactly equal to its allocation; ``table``: one entry per queue
-    position; ``pending_unlocks``: positions with a delayed unlock scheduled (REB-14).
-    """
-
-    phase: Phase
-    route_view: frozenset[int]
-    route_used: frozenset[int] | None
-    synced: bool
-    table: Table
-    pending_unlocks: frozenset[int]
-
-    def with_table(self, table: Table, pending_unlocks: frozenset[int] | None = None) -> ConsumerState:
-        pending = self.pending_unlocks if pending_unlocks is None else pending_unlocks
-        return ConsumerState(self.phase, self.route_view, self.route_used, self.synced, table, pending)
-
-    def unsynced(self) -> ConsumerState:
-        if not self.synced:
-            return self
-        return ConsumerState(self.phase, self.route_view, self.route_used, False, self.table, self.pending_unlocks)
-
-
-@attrs.frozen(cache_hash=True)
-class Setup:
-    """What does not change during a run: the group's topic, its queues (sorted), ids, strategy and mode.
-
-    ``messages``: the offsets of the first ``loaded`` queues are tracked up to ``messages`` (the others' are
-    abstracted away and stay 0); ``flaps``: how often the brokers may evict a running consumer; ``restarts``: how
-    often a broker may restart (orderly groups: its locks go, REB-24).
-    """
-
-    topic: str
-    queues: tuple[MessageQueue, ...]
-    consumer_ids: tuple[str, ...]
-    strategy: str
-    orderly: bool
-    messages: int
-    loaded: int
-    profile: VersionProfile
-    shrinking_route: bool
-    flaps: int = 0
-    restarts: int = 0
-    options: tuple[tuple[str, object], ...] = ()
-    _positions: Mapping[MessageQueue, int] = attrs.field(init=False, eq=False, hash=False, repr=False)
-    _slots: Mapping[str, int] = attrs.field(init=False, eq=False, hash=False, repr=False)
-    # Memo of the pure allocation per (id, id list as listed, route positions), so the explorer stays fast.
-    _targets: dict[tuple[str, tuple[str, ...], frozenset[int]], frozenset[int] | None] = attrs.field(
-        init=False, eq=False, hash=False, repr=False
-    )
-
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_positions", {q: p for p, q in enumerate(self.queues)})
-        object.__setattr__(self, "_slots", {c: i for i, c in enumerate(self.consumer_ids)})
-        object.__setattr__(self, "_targets", {})
-
-    def target(self, consumer_id: str, listed: tuple[str, ...], route_view: frozenset[int]) -> frozenset[int] | None:
-        """The positions ``rebalance_target`` hands to ``consumer_id`` for this id list and route, or ``None``."""
-        key = (consumer_id, listed, route_view)
-        if key not in self._targets:
-            route = [self.queues[p] for p in sorted(route_view)]
-            options = dict(self.options)
-            target = rebalance_target(CLUSTERING, self.strategy, consumer_id, route or None, listed, **options)
-            self._targets[key] = None if target is None else frozenset(self._positions[q] for q in target)
-        return self._targets[key]
-
-    def position(self, queue: MessageQueue) -> int:
-        return self._positions[queue]
-
-    def slot(self, consumer_id: str) -> int:
-        return self._slots[consumer_id]
-
-
-@attrs.frozen(cache_hash=True)
-class GroupState:
-    """A clustering consumer group over one topic, with the brokers' and the name server's view of it.
-
-    ``registered``: ids the brokers list for the group; ``route``: queue positions the name server lists;
-    ``stored_offsets``: the brokers' committed offset per position; ``lock_holders``: the broker lock holder
-    per position (``None``: free or expired); ``flaps_left``: how many more times the brokers may evict a live
-    consumer, ``restarts_left`` how many more times a broker may restart (bounds of the model).
-    """
-
-    setup: Setup = attrs.field(repr=lambda setup: f"<{describe(setup)}>")
-    consumers: tuple[ConsumerState, ...]
-    registered: frozenset[str]
-    route: frozenset[int]
-    stored_offsets: tuple[int, ...]
-    lock_holders: tuple[str | None, ...]
-    flaps_left: int = 0
-    restarts_left: int = 0
-
-    def consumer(self, consumer_id: str) -> ConsumerState:
-        return self.consumers[self.setup._slots[consumer_id]]
-
-    def live(self) -> list[tuple[str, ConsumerState]]:
-        """The live consumers with their ids, in slot order."""
-        return [
-            (cid, c) for cid, c in zip(self.setup.consumer_ids, self.consumers, strict=True) if c.phase is Phase.LIVE
-        ]
-
-    def replaced(
-        self,
-        consumer_id: str,
-        consumer: ConsumerState,
-        stored_offsets: tuple[int, ...] | None = None,
-        lock_holders: tuple[str | None, ...] | None = None,
-        registered: frozenset[str] | None = None,
-    ) -> GroupState:
-        """This state with one consumer replaced and, where given, other fields."""
-        slot = self.setup.slot(consumer_id)
-        consumers = (*self.consumers[:slot], consumer, *self.consumers[slot + 1:])
-        if registered is not None and registered != self.registered:
-            # The id list changed: no earlier rebalance ran on the list that holds now.
-            consumers = tuple(c.unsynced() for c in consumers)
-        return GroupState(
-            self.setup,
-            consumers,
-            self.registered if registered is None else registered,
-            self.route,
-            self.stored_offsets if stored_offsets is None else stored_offsets,
-            self.lock_holders if lock_holders is None else lock_holders,
-            self.flaps_left,
-            self.restarts_left,
-        )
-
-    def reregistered(self, registered: frozenset[str], flaps_left: int) -> GroupState:
-        """This state with another id list at the brokers (every consumer unsynced)."""
-        consumers = tuple(c.unsynced() for c in self.consumers)
-        return GroupState(
-            self.setup, consumers, registered, self.route, self.stored_offsets, self.lock_holders, flaps_left,
-            self.restarts_left,
-        )
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Actions
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class ConsumerStarted:
-    """A consumer starts: it fetches the route and registers with the brokers by heartbeat."""
-
-    consumer: str
-
-
-@attrs.frozen
-class ConsumerShutdown:
-    """A consumer shuts down cleanly (REB-23)."""
-
-    consumer: str
-
-
-@attrs.frozen
-class ConsumerCrashed:
-    """A consumer process dies without a word (REB-23)."""
-
-    consumer: str
-
-
-@attrs.frozen
-class ClientEvicted:
-    """The brokers drop a client whose channel closed or stayed idle: crashed, or cut off while running."""
-
-    consumer: str
-
-
-@attrs.frozen
-class HeartbeatSent:
-    """A running consumer's heartbeat registers it again."""
-
-    consumer: str
-
-
-@attrs.frozen
-class BrokerLeftRoute:
-    """The last broker's queues leave the topic route at the name server."""
-
-
-@attrs.frozen
-class BrokerRestarted:
-    """A broker restarts and its lock table is gone (REB-24). Its registrations go too, but a consumer that asks it
-    for the id list before the next heartbeat gets an error and skips the topic (``rebalanceByTopic``), so the
-    tables do not see it: the model keeps the registrations."""
-
-    broker: str
-
-
-@attrs.frozen
-class RouteRefreshed:
-    """A consumer refreshes its cached route from the name server."""
-
-    consumer: str
-
-
-@attrs.frozen
-class Rebalanced:
-    """A consumer rebalances: fetches the id list (``reversed_list``: the broker lists it in reverse Java order)
-    and updates its table. For the orderly queues it removes, ``busy``: a batch started earlier still holds the
-    consume lock; ``cached``: messages are still cached (REB-14)."""
-
-    consumer: str
-    reversed_list: bool = False
-    busy: bool = False
-    cached: bool = False
-
-
-@attrs.frozen
-class MessageConsumed:
-    """A concurrent consumer consumes the next message of a queue, moving its in-memory offset."""
-
-    consumer: str
-    queue: MessageQueue
-
-
-@attrs.frozen
-class BatchConsumed:
-    """An orderly consumer runs a batch on a queue under its consume lock and commits its offset (REB-16)."""
-
-    consumer: str
-    queue: MessageQueue
-
-
-@attrs.frozen
-class OffsetsPersisted:
-    """The periodic persist (every 5 s) writes the consumer's offsets to the brokers."""
-
-    consumer: str
-
-
-@attrs.frozen
-class PullExpired:
-    """A table queue has not been pulled for more than ``PULL_MAX_IDLE_MS`` (a dropped queue pulls no more)."""
-
-    consumer: str
-    queue: MessageQueue
-
-
-@attrs.frozen
-class LockRenewed:
-    """An orderly consumer's periodic lockAll over every queue of its table (REB-17)."""
-
-    consumer: str
-
-
-@attrs.frozen
-class LockLapsed:
-    """A consumer's renewals fail: its lock flag outlives ``CLIENT_LOCK_EXPIRY_MS`` and, later, its broker lock
-    ``BROKER_LOCK_EXPIRY_MS`` (REB-16, REB-18).
-
-    The two expiries are one step: in between the consumer merely may not consume, and letting other consumers
-    take the lock at once only adds behaviour.
-    """
-
-    consumer: str
-    queue: MessageQueue
-
-
-@attrs.frozen
-class BrokerLockReleased:
-    """A broker lock whose holder has no lock flag on the queue goes: the holder's unlock arrives, or the lock of
-    a crashed or departed holder expires (REB-17, REB-18)."""
-
-    queue: MessageQueue
-
-
-@attrs.frozen
-class UnlockArrived:
-    """A delayed unlock (``UNLOCK_DELAY_MS_WHEN_CACHED``) scheduled by a removal reaches the broker (REB-19)."""
-
-    consumer: str
-    queue: MessageQueue
-
-
-Action = (
-    ConsumerStarted | ConsumerShutdown | ConsumerCrashed | ClientEvicted | HeartbeatSent | BrokerLeftRoute
-    | BrokerRestarted | RouteRefreshed | Rebalanced | MessageConsumed | BatchConsumed | OffsetsPersisted
-    | PullExpired | LockRenewed | LockLapsed | BrokerLockReleased | UnlockArrived
+from rocketspec.spec.rebalance.state import (
+    Action,
+    BatchConsumed,
+    BrokerLeftRoute,
+    BrokerLockReleased,
+    BrokerRestarted,
+    ClientEvicted,
+    ConsumerCrashed,
+    ConsumerShutdown,
+    ConsumerStarted,
+    ConsumerState,
+    GroupState,
+    HeartbeatSent,
+    LockLapsed,
+    LockRenewed,
+    MessageConsumed,
+    OffsetCommitted,
+    OffsetsPersisted,
+    Phase,
+    ProcessQueueState,
+    PullExpired,
+    Rebalanced,
+    RouteChanged,
+    RouteRefreshed,
+    Setup,
+    UnlockArrived,
 )
-_QUEUE_ACTIONS = (MessageConsumed, BatchConsumed, PullExpired, LockLapsed)
+from rocketspec.spec.transitions import Transition, TransitionTable
+
+T = TypeVar("T")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Machine
-# ---------------------------------------------------------------------------------------------------------------
-
-
-def _full_route(setup: Setup) -> frozenset[int]:
+def full_route(setup: Setup) -> frozenset[int]:
     return frozenset(range(len(setup.queues)))
+
+
+def _replace(items: tuple[T, ...], position: int, value: T) -> tuple[T, ...]:
+    return (*items[:position], value, *items[position + 1:])
+
+
+def _tracked_room(setup: Setup, position: int, entry: ProcessQueueState) -> bool:
+    """Whether consuming at ``position`` moves a tracked offset (see ``Setup.messages``)."""
+    return position < setup.loaded and entry.offset < setup.messages
 
 
 def _lock_may_lapse(state: GroupState, position: int) -> bool:
@@ -363,100 +96,161 @@ def _lock_may_lapse(state: GroupState, position: int) -> bool:
     return entry is None or not entry.locked
 
 
-def _persist_differs(state: GroupState, consumer: ConsumerState) -> bool:
+def _persist_differs(state: GroupState, consumer_id: str, consumer: ConsumerState) -> bool:
     return any(
         e is not None and not e.dropped and e.offset != stored
-        for e, stored in zip(consumer.table, state.stored_offsets, strict=True)
+        for e, stored in zip(consumer.table, state.offsets_of(consumer_id), strict=True)
     )
 
 
-@CLAUSES.oracle("REB-14", "REB-16", "REB-17", "REB-18", "REB-23", "REB-24")
-def enabled(state: GroupState, action: Action) -> bool:
-    """Whether ``action`` can happen in ``state``.
+def _live(state: GroupState, consumer_id: str) -> ConsumerState | None:
+    me = state.consumer(consumer_id)
+    return me if me.phase is Phase.LIVE else None
 
-    The guards carry the timing facts: a broker lock lapses only once its holder dropped its lock flag, or left
-    (REB-17, REB-18, REB-23); an orderly batch needs the lock flag on a queue not dropped (REB-16); a rebalance
-    chooses a running batch or cached messages only for orderly consumers (REB-14); a broker restarts only while
-    it holds a lock of the group, within the model's bound (REB-24).
-    """
+
+def _entry(state: GroupState, consumer_id: str, queue: MessageQueue) -> ProcessQueueState | None:
+    """The table entry of a live consumer's queue, or None."""
+    me = _live(state, consumer_id)
+    return None if me is None else me.table[state.setup.position(queue)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Guards
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _broker_left_route_enabled(state: GroupState, action: BrokerLeftRoute) -> bool:
+    return state.setup.shrinking_route and state.route == full_route(state.setup)
+
+
+def _route_changed_enabled(state: GroupState, action: RouteChanged) -> bool:
+    return action.route != state.route and action.route <= full_route(state.setup)
+
+
+def _broker_lock_released_enabled(state: GroupState, action: BrokerLockReleased) -> bool:
+    return state.setup.orderly and _lock_may_lapse(state, state.setup.position(action.queue))
+
+
+def _broker_restarted_enabled(state: GroupState, action: BrokerRestarted) -> bool:
+    # With no lock on the broker a restart changes nothing modelled.
     setup = state.setup
-    if isinstance(action, BrokerLeftRoute):
-        return setup.shrinking_route and state.route == _full_route(setup)
-    if isinstance(action, BrokerLockReleased):
-        return setup.orderly and _lock_may_lapse(state, setup.position(action.queue))
-    if isinstance(action, BrokerRestarted):  # with no lock on the broker a restart changes nothing modelled
-        return setup.orderly and state.restarts_left > 0 and any(
-            h is not None and q.broker_name == action.broker
-            for q, h in zip(setup.queues, state.lock_holders, strict=True)
-        )
+    return setup.orderly and state.restarts_left > 0 and any(
+        h is not None and q.broker_name == action.broker for q, h in zip(setup.queues, state.lock_holders, strict=True)
+    )
+
+
+def _started_enabled(state: GroupState, action: ConsumerStarted) -> bool:
+    return state.consumer(action.consumer).phase is Phase.NEW
+
+
+def _evicted_enabled(state: GroupState, action: ClientEvicted) -> bool:
     me = state.consumer(action.consumer)
-    if isinstance(action, ConsumerStarted):
-        return me.phase is Phase.NEW
-    if isinstance(action, ClientEvicted):
-        if action.consumer not in state.registered or me.phase is Phase.NEW:
-            return False
-        return me.phase is Phase.DOWN or state.flaps_left > 0
-    if me.phase is not Phase.LIVE:
+    if action.consumer not in state.registered or me.phase is Phase.NEW:
         return False
-    if isinstance(action, Rebalanced):
-        return setup.orderly or not (action.busy or action.cached)
-    if isinstance(action, (ConsumerShutdown, ConsumerCrashed)):
-        return True
-    if isinstance(action, HeartbeatSent):
-        return action.consumer not in state.registered
-    if isinstance(action, RouteRefreshed):
-        return me.route_view != state.route
-    if isinstance(action, OffsetsPersisted):
-        return _persist_differs(state, me)
-    if isinstance(action, LockRenewed):
-        return setup.orderly and any(e is not None for e in me.table)
-    position = setup.position(action.queue)
-    if isinstance(action, UnlockArrived):
-        return position in me.pending_unlocks
-    entry = me.table[position]
+    return me.phase is Phase.DOWN or state.flaps_left > 0
+
+
+def _rebalanced_enabled(state: GroupState, action: Rebalanced) -> bool:
+    if _live(state, action.consumer) is None:
+        return False
+    if action.list_failed and not state.setup.clustering:
+        return False  # broadcasting asks for no id list
+    return state.setup.orderly or not (action.busy or action.cached or action.cached_only or action.busy_only)
+
+
+def _stop_enabled(state: GroupState, action: ConsumerShutdown | ConsumerCrashed) -> bool:
+    return _live(state, action.consumer) is not None
+
+
+def _heartbeat_enabled(state: GroupState, action: HeartbeatSent) -> bool:
+    return _live(state, action.consumer) is not None and action.consumer not in state.registered
+
+
+def _route_refreshed_enabled(state: GroupState, action: RouteRefreshed) -> bool:
+    me = _live(state, action.consumer)
+    return me is not None and me.route_view != state.route
+
+
+def _persisted_enabled(state: GroupState, action: OffsetsPersisted) -> bool:
+    me = _live(state, action.consumer)
+    return me is not None and _persist_differs(state, action.consumer, me)
+
+
+def _committed_enabled(state: GroupState, action: OffsetCommitted) -> bool:
+    entry = _entry(state, action.consumer, action.queue)
+    if entry is None or entry.dropped:
+        return False
+    return pull_commit_offset(state.setup.message_model, entry.offset) is not None
+
+
+def _lock_renewed_enabled(state: GroupState, action: LockRenewed) -> bool:
+    me = _live(state, action.consumer)
+    setup = state.setup
+    return me is not None and setup.orderly and setup.clustering and any(e is not None for e in me.table)
+
+
+def _unlock_arrived_enabled(state: GroupState, action: UnlockArrived) -> bool:
+    me = _live(state, action.consumer)
+    return me is not None and state.setup.position(action.queue) in me.pending_unlocks
+
+
+def _consumed_enabled(state: GroupState, action: MessageConsumed) -> bool:
+    entry = _entry(state, action.consumer, action.queue)
+    setup = state.setup
     if entry is None:
         return False
-    if isinstance(action, MessageConsumed):
-        return not setup.orderly and not entry.dropped and _tracked_room(setup, position, entry)
-    if isinstance(action, BatchConsumed):
+    return not setup.orderly and not entry.dropped and _tracked_room(setup, setup.position(action.queue), entry)
+
+
+def _batch_enabled(state: GroupState, action: BatchConsumed) -> bool:
+    entry = _entry(state, action.consumer, action.queue)
+    setup = state.setup
+    if entry is None:
+        return False
+    if setup.clustering:
         return setup.orderly and not entry.dropped and entry.locked
-    if isinstance(action, PullExpired):
-        return entry.dropped and not entry.pull_expired
-    if isinstance(action, LockLapsed):
-        return entry.locked
-    raise TypeError(f"not a rebalance action: {action!r}")
+    # Broadcasting batches need no lock (REB-27).
+    return setup.orderly and not entry.dropped
 
 
-def _tracked_room(setup: Setup, position: int, entry: ProcessQueueState) -> bool:
-    """Whether consuming at ``position`` moves a tracked offset (see ``Setup.messages``)."""
-    return position < setup.loaded and entry.offset < setup.messages
+def _pull_expired_enabled(state: GroupState, action: PullExpired) -> bool:
+    entry = _entry(state, action.consumer, action.queue)
+    return entry is not None and entry.dropped and not entry.pull_expired
 
 
-T = TypeVar("T")
+def _lock_lapsed_enabled(state: GroupState, action: LockLapsed) -> bool:
+    entry = _entry(state, action.consumer, action.queue)
+    return entry is not None and entry.locked
 
 
-def _replace(items: tuple[T, ...], position: int, value: T) -> tuple[T, ...]:
-    return (*items[:position], value, *items[position + 1:])
-
-
-def _listed(state: GroupState, reversed_list: bool) -> tuple[str, ...]:
-    """The id list a broker answers: the registered ids, in Java order or reversed."""
-    listed = sorted_ids(state.registered)
-    return tuple(reversed(listed)) if reversed_list else tuple(listed)
+# ---------------------------------------------------------------------------------------------------------------
+# Effects
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _rebalance(state: GroupState, action: Rebalanced) -> GroupState:
-    """One clustering rebalance of the topic by ``action.consumer`` (REB-1..REB-12, REB-14, REB-15)."""
+    """One rebalance of the topic by a live consumer.
+
+    Clustering allocates from the sorted id list and route (REB-1) by the strategy (AVG REB-3, AVG_BY_CIRCLE REB-4,
+    CONSISTENT_HASH REB-5, CONFIG REB-6, MACHINE_ROOM REB-7; a consumer missing from the list gets nothing, REB-2),
+    broadcasting takes the whole cached route (REB-8); a throwing strategy, or an id list the broker did not give,
+    changes nothing (REB-9). Queues no longer allocated (or pull-expired) are dropped, their offsets persisted to the
+    consumer's store (the broker's, or its local one in broadcasting, REB-26) and removed (REB-10, REB-11), unless an
+    orderly clustering batch holds the consume lock (REB-14, per queue: ``busy_only``); the broker lock of
+    a removed orderly clustering queue is released now or, with cached messages, later (REB-14). New queues are
+    added after the removals, orderly ones only once the broker lock is taken (REB-12, REB-27), starting at the
+    stored offset (REB-13), with the lock flag of REB-15.
+    """
     setup = state.setup
     cid = action.consumer
     me = state.consumer(cid)
-    listed = _listed(state, action.reversed_list)
+    listed = None if action.list_failed else listed_ids(state, action.reversed_list)
     wanted = setup.target(cid, listed, me.route_view)
     if wanted is None:
         return state
     target = [setup.queues[p] for p in sorted(wanted)]
     table = list(me.table)
-    offsets = list(state.stored_offsets)
+    offsets = list(state.offsets_of(cid))
     holders = list(state.lock_holders)
     pending = set(me.pending_unlocks)
     in_table = [setup.queues[p] for p, e in enumerate(table) if e is not None]
@@ -468,7 +262,8 @@ def _rebalance(state: GroupState, action: Rebalanced) -> GroupState:
         entry = table[p]
         assert entry is not None
         # Only a queue that is not dropped yet can have a batch running (it started before the drop).
-        outcome = removal(setup.orderly, CLUSTERING, not (action.busy and not entry.dropped), action.cached)
+        free = not (action.busy_on(queue) and not entry.dropped)
+        outcome = removal(setup.orderly, setup.message_model, free, action.caches(queue))
         if not entry.dropped and outcome.persist_offset:
             # An entry dropped earlier had its offset persisted then and cleared from the offset store.
             offsets[p] = entry.offset
@@ -487,7 +282,8 @@ def _rebalance(state: GroupState, action: Rebalanced) -> GroupState:
             if holders[p] not in (None, cid):
                 continue
             holders[p] = cid
-        locked = setup.orderly and new_queue_locked(setup.orderly, setup.profile)
+        # The lock flag is read by clustering orderly consumers only (REB-16, REB-27).
+        locked = setup.orderly and setup.clustering and new_queue_locked(setup.orderly, setup.profile)
         table[p] = ProcessQueueState(offset=offsets[p], locked=locked)
     settled = all((p in wanted) == (e is not None) and (e is None or not e.dropped) for p, e in enumerate(table))
     synced = settled and me.route_view == state.route
@@ -495,8 +291,12 @@ def _rebalance(state: GroupState, action: Rebalanced) -> GroupState:
     return state.replaced(cid, consumer, stored_offsets=tuple(offsets), lock_holders=tuple(holders))
 
 
-def _renew_locks(state: GroupState, cid: str, me: ConsumerState) -> GroupState:
-    """lockAll: every table queue is locked again if the broker grants it; the flags follow the answer."""
+def _renew_locks(state: GroupState, action: LockRenewed) -> GroupState:
+    """lockAll of a clustering orderly consumer (every 20 s): every table queue is locked again if the broker grants
+    it (free, or already the caller's), and the lock flags follow the answer (REB-17); the broker lock of a restarted
+    broker is taken again unless another consumer took it first (REB-24)."""
+    cid = action.consumer
+    me = state.consumer(cid)
     holders = list(state.lock_holders)
     table = list(me.table)
     for p, entry in enumerate(table):
@@ -509,9 +309,10 @@ def _renew_locks(state: GroupState, cid: str, me: ConsumerState) -> GroupState:
     return state.replaced(cid, me.with_table(tuple(table)), lock_holders=tuple(holders))
 
 
-def _restart_broker(state: GroupState, broker: str) -> GroupState:
-    """REB-24: the broker's lock holders are gone; live consumers' lock flags on its queues stay, unbacked."""
-    on_broker = frozenset(p for p, q in enumerate(state.setup.queues) if q.broker_name == broker)
+def _restart_broker(state: GroupState, action: BrokerRestarted) -> GroupState:
+    """A broker restart loses its lock table: its lock holders are gone and live consumers' lock flags on its queues
+    stay, unbacked (REB-24)."""
+    on_broker = frozenset(p for p, q in enumerate(state.setup.queues) if q.broker_name == action.broker)
     holders = tuple(None if p in on_broker else h for p, h in enumerate(state.lock_holders))
     consumers = tuple(
         c.with_table(tuple(
@@ -523,106 +324,205 @@ def _restart_broker(state: GroupState, broker: str) -> GroupState:
     return attrs.evolve(state, consumers=consumers, lock_holders=holders, restarts_left=state.restarts_left - 1)
 
 
-def _stop(state: GroupState, cid: str, me: ConsumerState, clean: bool) -> GroupState:
-    """Shutdown (``clean``: persist, unlock the table's queues, unregister) or crash (nothing) (REB-23)."""
+def _stop(state: GroupState, cid: str, clean: bool) -> GroupState:
+    me = state.consumer(cid)
     empty = tuple(None for _ in me.table)
     down = ConsumerState(Phase.DOWN, me.route_view, me.route_used, False, empty, frozenset())
     if not clean:
         return state.replaced(cid, down)
-    offsets = list(state.stored_offsets)
+    offsets = list(state.offsets_of(cid))
     holders = list(state.lock_holders)
     for p, entry in enumerate(me.table):
         if entry is None:
             continue
         if not entry.dropped:
             offsets[p] = entry.offset
-        if state.setup.orderly and holders[p] == cid:
+        # unlockAll runs in clustering only (REB-27).
+        if state.setup.orderly and state.setup.clustering and holders[p] == cid:
             holders[p] = None
     return state.replaced(
         cid, down, registered=state.registered - {cid}, stored_offsets=tuple(offsets), lock_holders=tuple(holders)
     )
 
 
-@CLAUSES.oracle("REB-10", "REB-12", "REB-14", "REB-16", "REB-17", "REB-19", "REB-23", "REB-24")
-def step(state: GroupState, action: Action) -> GroupState:
-    """The group after ``action`` (only called on enabled actions).
+def _shutdown(state: GroupState, action: ConsumerShutdown) -> GroupState:
+    """A clean shutdown persists every offset of its table to its store (REB-26), releases its orderly clustering
+    broker locks (REB-27) and unregisters (REB-23)."""
+    return _stop(state, action.consumer, clean=True)
 
-    A rebalance drops, persists and removes (REB-10), keeps a busy orderly queue (REB-14), locks before adding
-    (REB-12, REB-17); lockAll follows the broker's answer (REB-17); a delayed unlock may orphan a lock flag
-    (REB-19); batches commit only on queues not dropped (REB-16); shutdown and crash differ as REB-23 says; a
-    broker restart frees its locks and leaves the flags on them unbacked (REB-24).
-    """
-    require_enabled(enabled, state, action, Action)
+
+def _crash(state: GroupState, action: ConsumerCrashed) -> GroupState:
+    """A crash persists nothing and leaves the registration and the broker locks as they are (REB-23)."""
+    return _stop(state, action.consumer, clean=False)
+
+
+def _start(state: GroupState, action: ConsumerStarted) -> GroupState:
+    """A new consumer takes the name server's route and registers; every earlier view of the id list is stale
+    (REB-20)."""
+    me = state.consumer(action.consumer)
+    started = ConsumerState(Phase.LIVE, state.route, None, False, me.table, frozenset())
+    return state.replaced(action.consumer, started, registered=state.registered | {action.consumer})
+
+
+def _evict(state: GroupState, action: ClientEvicted) -> GroupState:
+    """The brokers drop a client: a crashed one's registration goes (REB-23), a live one may come back by heartbeat;
+    every view of the id list is stale (REB-20)."""
+    flaps = state.flaps_left - (1 if state.consumer(action.consumer).phase is Phase.LIVE else 0)
+    return state.reregistered(state.registered - {action.consumer}, flaps)
+
+
+def _heartbeat(state: GroupState, action: HeartbeatSent) -> GroupState:
+    """A live consumer's heartbeat registers it again; every view of the id list is stale (REB-20)."""
+    return state.reregistered(state.registered | {action.consumer}, state.flaps_left)
+
+
+def _broker_left_route(state: GroupState, action: BrokerLeftRoute) -> GroupState:
+    """The last broker's queues leave the route: views of the route are stale (REB-8, REB-20)."""
     setup = state.setup
-    if isinstance(action, BrokerLeftRoute):
-        last = setup.queues[-1].broker_name
-        route = frozenset(p for p, q in enumerate(setup.queues) if q.broker_name != last)
-        return attrs.evolve(state, route=route, consumers=tuple(c.unsynced() for c in state.consumers))
-    if isinstance(action, BrokerLockReleased):
-        return attrs.evolve(state, lock_holders=_replace(state.lock_holders, setup.position(action.queue), None))
-    if isinstance(action, BrokerRestarted):
-        return _restart_broker(state, action.broker)
+    last = setup.queues[-1].broker_name
+    route = frozenset(p for p, q in enumerate(setup.queues) if q.broker_name != last)
+    return attrs.evolve(state, route=route, consumers=tuple(c.unsynced() for c in state.consumers))
+
+
+def _route_changed(state: GroupState, action: RouteChanged) -> GroupState:
+    """The name server's route lists other read queues (REB-28): consumers see it when they refresh (REB-8,
+    REB-20)."""
+    return attrs.evolve(state, route=action.route, consumers=tuple(c.unsynced() for c in state.consumers))
+
+
+def _route_refreshed(state: GroupState, action: RouteRefreshed) -> GroupState:
+    """A consumer caches the name server's route; its next rebalance allocates from it (REB-8, REB-28)."""
+    me = state.consumer(action.consumer)
+    refreshed = ConsumerState(me.phase, state.route, me.route_used, me.synced, me.table, me.pending_unlocks)
+    return state.replaced(action.consumer, refreshed)
+
+
+def _persist(state: GroupState, action: OffsetsPersisted) -> GroupState:
+    """The periodic persist writes the offset of every table queue not dropped to the consumer's store: the brokers'
+    (REB-10) or its local one (REB-26)."""
     cid = action.consumer
     me = state.consumer(cid)
-    if isinstance(action, Rebalanced):
-        return _rebalance(state, action)
-    if isinstance(action, ConsumerStarted):
-        started = ConsumerState(Phase.LIVE, state.route, None, False, me.table, frozenset())
-        return state.replaced(cid, started, registered=state.registered | {cid})
-    if isinstance(action, (ConsumerShutdown, ConsumerCrashed)):
-        return _stop(state, cid, me, clean=isinstance(action, ConsumerShutdown))
-    if isinstance(action, ClientEvicted):
-        flaps = state.flaps_left - (1 if me.phase is Phase.LIVE else 0)
-        return state.reregistered(state.registered - {cid}, flaps)
-    if isinstance(action, HeartbeatSent):
-        return state.reregistered(state.registered | {cid}, state.flaps_left)
-    if isinstance(action, RouteRefreshed):
-        refreshed = ConsumerState(me.phase, state.route, me.route_used, me.synced, me.table, me.pending_unlocks)
-        return state.replaced(cid, refreshed)
-    if isinstance(action, OffsetsPersisted):
-        offsets = tuple(
-            e.offset if e is not None and not e.dropped else stored
-            for e, stored in zip(me.table, state.stored_offsets, strict=True)
-        )
-        return attrs.evolve(state, stored_offsets=offsets)
-    if isinstance(action, LockRenewed):
-        return _renew_locks(state, cid, me)
-    position = setup.position(action.queue)
-    entry = me.table[position]
-    if isinstance(action, UnlockArrived):
-        holders = state.lock_holders
-        table = me.table
-        if holders[position] == cid:
-            holders = _replace(holders, position, None)
-            if entry is not None and entry.locked:
-                table = _replace(table, position, attrs.evolve(entry, unbacked=True))
-        return state.replaced(cid, me.with_table(table, me.pending_unlocks - {position}), lock_holders=holders)
-    assert entry is not None
-    if isinstance(action, (MessageConsumed, BatchConsumed)):
-        if not _tracked_room(setup, position, entry):
-            return state
-        changed = attrs.evolve(entry, offset=entry.offset + 1)
-    elif isinstance(action, PullExpired):
-        changed = attrs.evolve(entry, pull_expired=True)
-    elif isinstance(action, LockLapsed):
-        changed = attrs.evolve(entry, locked=False, unbacked=False)
-        holders = state.lock_holders
-        if holders[position] == cid:
-            holders = _replace(holders, position, None)
-        return state.replaced(cid, me.with_table(_replace(me.table, position, changed)), lock_holders=holders)
-    else:
-        raise TypeError(f"not a rebalance action: {action!r}")
-    return state.replaced(cid, me.with_table(_replace(me.table, position, changed)))
-
-
-def describe(setup: Setup) -> str:
-    """A one-line description of a group's bounds."""
-    brokers = sorted({q.broker_name for q in setup.queues})
-    mode = "orderly" if setup.orderly else "concurrent"
-    return (
-        f"{len(setup.consumer_ids)} {mode} consumers on {len(brokers)} brokers x "
-        f"{len(setup.queues) // len(brokers)} queues ({setup.strategy}), {setup.messages} message(s) in "
-        f"{setup.loaded} queue(s), {setup.flaps} eviction(s) of a running consumer"
-        f"{f', {setup.restarts} broker restart(s)' if setup.restarts else ''}"
-        f"{', shrinking route' if setup.shrinking_route else ''}, RocketMQ {setup.profile}"
+    offsets = tuple(
+        e.offset if e is not None and not e.dropped else stored
+        for e, stored in zip(me.table, state.offsets_of(cid), strict=True)
     )
+    return state.replaced(cid, me, stored_offsets=offsets)
+
+
+def _commit(state: GroupState, action: OffsetCommitted) -> GroupState:
+    """A clustering pull request carries the in-memory offset (> 0) of its queue and the master stores it
+    (REB-25)."""
+    p = state.setup.position(action.queue)
+    entry = state.consumer(action.consumer).table[p]
+    assert entry is not None
+    return attrs.evolve(state, stored_offsets=_replace(state.stored_offsets, p, entry.offset))
+
+
+def _unlock_arrived(state: GroupState, action: UnlockArrived) -> GroupState:
+    """A delayed unlock frees the broker lock if its sender holds it, even when the sender took the queue again
+    meanwhile: its lock flag is then unbacked (REB-19)."""
+    cid = action.consumer
+    me = state.consumer(cid)
+    position = state.setup.position(action.queue)
+    entry = me.table[position]
+    holders = state.lock_holders
+    table = me.table
+    if holders[position] == cid:
+        holders = _replace(holders, position, None)
+        if entry is not None and entry.locked:
+            table = _replace(table, position, attrs.evolve(entry, unbacked=True))
+    return state.replaced(cid, me.with_table(table, me.pending_unlocks - {position}), lock_holders=holders)
+
+
+def _queue_changed(state: GroupState, consumer_id: str, queue: MessageQueue,
+                   entry: ProcessQueueState) -> GroupState:
+    me = state.consumer(consumer_id)
+    return state.replaced(consumer_id, me.with_table(_replace(me.table, state.setup.position(queue), entry)))
+
+
+def _consume(state: GroupState, action: MessageConsumed) -> GroupState:
+    """A concurrent consumer consumes the next message of a queue it holds (not dropped): its in-memory offset moves
+    on (REB-10, REB-12)."""
+    entry = _entry(state, action.consumer, action.queue)
+    assert entry is not None
+    return _queue_changed(state, action.consumer, action.queue, attrs.evolve(entry, offset=entry.offset + 1))
+
+
+def _batch(state: GroupState, action: BatchConsumed) -> GroupState:
+    """An orderly batch runs on a queue not dropped under its lock flag (clustering; broadcasting needs none, REB-27)
+    and commits its offset (REB-16)."""
+    entry = _entry(state, action.consumer, action.queue)
+    assert entry is not None
+    if not _tracked_room(state.setup, state.setup.position(action.queue), entry):
+        return state
+    return _queue_changed(state, action.consumer, action.queue, attrs.evolve(entry, offset=entry.offset + 1))
+
+
+def _pull_expire(state: GroupState, action: PullExpired) -> GroupState:
+    """A dropped queue pulls no more: it becomes pull-expired, and the next rebalance removes it (REB-11)."""
+    entry = _entry(state, action.consumer, action.queue)
+    assert entry is not None
+    return _queue_changed(state, action.consumer, action.queue, attrs.evolve(entry, pull_expired=True))
+
+
+def _lock_lapse(state: GroupState, action: LockLapsed) -> GroupState:
+    """Renewals fail: the lock flag expires (REB-16) and later the broker lock (REB-18)."""
+    cid = action.consumer
+    me = state.consumer(cid)
+    position = state.setup.position(action.queue)
+    entry = me.table[position]
+    assert entry is not None
+    holders = state.lock_holders
+    if holders[position] == cid:
+        holders = _replace(holders, position, None)
+    changed = attrs.evolve(entry, locked=False, unbacked=False)
+    return state.replaced(cid, me.with_table(_replace(me.table, position, changed)), lock_holders=holders)
+
+
+def _release_lock(state: GroupState, action: BrokerLockReleased) -> GroupState:
+    """A broker lock whose holder has no lock flag on it goes: its unlock arrives, or it expires (REB-17, REB-18,
+    REB-27)."""
+    return attrs.evolve(state, lock_holders=_replace(state.lock_holders, state.setup.position(action.queue), None))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------------------------------------------
+
+TRANSITIONS: TransitionTable[GroupState, Action, Bounds] = TransitionTable("rebalance", CLAUSES, (
+    Transition(BrokerLeftRoute, _broker_left_route_enabled, _broker_left_route, broker_left_route_candidates,
+               ("REB-8", "REB-20")),
+    Transition(RouteChanged, _route_changed_enabled, _route_changed, route_changed_candidates,
+               ("REB-8", "REB-20", "REB-28")),
+    Transition(BrokerLockReleased, _broker_lock_released_enabled, _release_lock, broker_lock_released_candidates,
+               ("REB-17", "REB-18", "REB-27")),
+    Transition(BrokerRestarted, _broker_restarted_enabled, _restart_broker, broker_restarted_candidates,
+               ("REB-24",)),
+    Transition(ConsumerStarted, _started_enabled, _start, started_candidates, ("REB-20",)),
+    Transition(ClientEvicted, _evicted_enabled, _evict, evicted_candidates, ("REB-20", "REB-23")),
+    Transition(ConsumerShutdown, _stop_enabled, _shutdown, shutdown_candidates, ("REB-23", "REB-26", "REB-27")),
+    Transition(ConsumerCrashed, _stop_enabled, _crash, crash_candidates, ("REB-23",)),
+    Transition(HeartbeatSent, _heartbeat_enabled, _heartbeat, heartbeat_candidates, ("REB-20",)),
+    Transition(RouteRefreshed, _route_refreshed_enabled, _route_refreshed, route_refreshed_candidates,
+               ("REB-8", "REB-28")),
+    Transition(OffsetsPersisted, _persisted_enabled, _persist, persisted_candidates, ("REB-10", "REB-26")),
+    Transition(OffsetCommitted, _committed_enabled, _commit, committed_candidates, ("REB-25",)),
+    Transition(LockRenewed, _lock_renewed_enabled, _renew_locks, lock_renewed_candidates, ("REB-17", "REB-24")),
+    Transition(Rebalanced, _rebalanced_enabled, _rebalance, rebalanced_candidates,
+               ("REB-1", "REB-2", "REB-3", "REB-4", "REB-5", "REB-6", "REB-7", "REB-8", "REB-9", "REB-10",
+                "REB-11", "REB-12", "REB-13", "REB-14", "REB-15", "REB-26", "REB-27")),
+    Transition(MessageConsumed, _consumed_enabled, _consume, queue_candidates(MessageConsumed),
+               ("REB-10", "REB-12")),
+    Transition(BatchConsumed, _batch_enabled, _batch, queue_candidates(BatchConsumed),
+               ("REB-16", "REB-27")),
+    Transition(PullExpired, _pull_expired_enabled, _pull_expire, queue_candidates(PullExpired),
+               ("REB-11",)),
+    Transition(LockLapsed, _lock_lapsed_enabled, _lock_lapse, queue_candidates(LockLapsed),
+               ("REB-16", "REB-18")),
+    Transition(UnlockArrived, _unlock_arrived_enabled, _unlock_arrived, unlock_arrived_candidates, ("REB-19",)),
+))
+
+#: Whether an action can happen in a state (its transition's guard).
+enabled = TRANSITIONS.enabled
+#: The state after an enabled action (its transition's effect).
+step = TRANSITIONS.step

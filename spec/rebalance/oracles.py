@@ -13,6 +13,7 @@ from rocketspec.spec.protocol import (
     BROKER_LOCK_EXPIRY_MS,
     CLIENT_LOCK_EXPIRY_MS,
     CONSISTENT_HASH_VIRTUAL_NODES,
+    PERM_READ,
     PULL_MAX_IDLE_MS,
     UNLOCK_DELAY_MS_WHEN_CACHED,
     ConsumeFromWhere,
@@ -158,7 +159,7 @@ def _run_start(index: int, queue_count: int, consumer_count: int) -> int:
     return index * (queue_count // consumer_count) + min(index, queue_count % consumer_count)
 
 
-def _java_split_at(text: str) -> list[str]:
+def java_split_at(text: str) -> list[str]:
     """``String.split("@")``: no match gives the whole string; otherwise trailing empty parts are removed."""
     if "@" not in text:
         return [text]
@@ -222,6 +223,39 @@ def allocate_by_config(
     return list(message_queues)
 
 
+def _in_rooms(broker_name: str, rooms: Collection[str]) -> bool:
+    """Whether a broker named ``<room>@<name>`` is in one of ``rooms`` (exactly two parts of ``split("@")``)."""
+    parts = java_split_at(broker_name)
+    return len(parts) == 2 and parts[0] in rooms
+
+
+@CLAUSES.oracle("REB-2", "REB-7")
+def allocate_by_machine_room(
+    consumer_idcs: frozenset[str],
+    consumer_id: str,
+    queues: Collection[MessageQueue],
+    consumer_ids: Collection[str],
+    profile: VersionProfile = DEFAULT_PROFILE,
+) -> list[MessageQueue]:
+    """MACHINE_ROOM: of the sorted queues whose broker is named ``<room>@<name>`` with room in ``consumer_idcs``,
+    consumer i of the sorted ids takes its share by ``machine_room_positions`` (REB-7); from 4.9.3 on the argument
+    check of REB-2 applies (``AllocationRejected``), and a consumer not in the list gets nothing (REB-2).
+
+    pre: 0 < len(queues) <= 3 and 0 < len(consumer_ids) <= 2 and len(consumer_idcs) <= 2 and len(consumer_id) > 0
+    pre: profile == DEFAULT_PROFILE and consumer_id.strip() == consumer_id
+    post: all(q in queues and _in_rooms(q.broker_name, consumer_idcs) for q in __return__)
+    post: consumer_id in consumer_ids or __return__ == []
+    post: __return__ == sorted(__return__) and len(set(__return__)) == len(__return__)
+    """
+    mqs, ids = sorted_queues(queues), sorted_ids(consumer_ids)
+    if profile.at_least("4.9.3"):
+        _check_arguments(consumer_id, mqs, ids, blank_is_empty=not profile.at_least("4.9.4"))
+    if consumer_id not in ids:
+        return []
+    eligible = [q for q in mqs if _in_rooms(q.broker_name, consumer_idcs)]
+    return [eligible[j] for j in machine_room_positions(ids.index(consumer_id), len(eligible), len(ids))]
+
+
 @CLAUSES.oracle("REB-1", "REB-2", "REB-3", "REB-4", "REB-5", "REB-6", "REB-7")
 def allocate(
     strategy: str,
@@ -266,13 +300,7 @@ def _allocate(
         idcs = config.get("consumer_idcs")
         if idcs is None or isinstance(idcs, str):
             raise ValueError("MACHINE_ROOM needs consumer_idcs= (a collection of machine room names)")
-        rooms = set(idcs)  # type: ignore[call-overload]
-        if profile.at_least("4.9.3"):
-            _check_arguments(consumer_id, mqs, ids, blank_is_empty=not profile.at_least("4.9.4"))
-        if consumer_id not in ids:
-            return []
-        eligible = [q for q in mqs if len(p := _java_split_at(q.broker_name)) == 2 and p[0] in rooms]
-        return [eligible[j] for j in machine_room_positions(ids.index(consumer_id), len(eligible), len(ids))]
+        return allocate_by_machine_room(frozenset(idcs), consumer_id, mqs, ids, profile)  # type: ignore[call-overload]
     _check_arguments(consumer_id, mqs, ids, blank_is_empty=False)
     if consumer_id not in ids:
         return []
@@ -287,6 +315,66 @@ def _allocate(
         raise ValueError(f"CONSISTENT_HASH virtual_nodes must be an int, not {nodes!r}")
     ring = hash_ring(ids, nodes)
     return [q for q in mqs if ring_owner(ring, ring_hash(str(q))) == consumer_id]
+
+
+@CLAUSES.oracle("REB-25")
+def pull_commit_offset(message_model: MessageModel, in_memory_offset: int) -> int | None:
+    """The offset a push consumer's pull request commits: its in-memory offset of the queue when that is > 0 and the
+    group is clustering, else none (broadcasting offsets stay local, REB-25).
+
+    pre: in_memory_offset >= -1
+    post: (__return__ is None) == (message_model is BROADCASTING or in_memory_offset <= 0)
+    post: __return__ is None or __return__ == in_memory_offset
+    """
+    if message_model is MessageModel.BROADCASTING or in_memory_offset <= 0:
+        return None
+    return in_memory_offset
+
+
+@attrs.frozen
+class RouteQueueData:
+    """One queue data of a topic route: the broker, its read and write queue counts and its permission (PermName)."""
+
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+
+
+def _readable(perm: int) -> bool:
+    return bool(perm & PERM_READ)
+
+
+def _readables(queue_datas: tuple[RouteQueueData, ...]) -> list[RouteQueueData]:
+    return [qd for qd in queue_datas if _readable(qd.perm)]
+
+
+def _read_queue_of(queue: MessageQueue, queue_datas: tuple[RouteQueueData, ...]) -> bool:
+    """Whether ``queue`` is a read queue of a readable queue data of its broker."""
+    readable = _readables(queue_datas)
+    return any(qd.broker_name == queue.broker_name and queue.queue_id < qd.read_queue_nums for qd in readable)
+
+
+def _read_queues_of(topic: str, queue_datas: tuple[RouteQueueData, ...]) -> list[MessageQueue]:
+    """Every read queue of every readable queue data, one by one."""
+    return [MessageQueue(topic, qd.broker_name, i) for qd in _readables(queue_datas) for i in range(qd.read_queue_nums)]
+
+
+@CLAUSES.oracle("REB-28")
+def route_queues(topic: str, queue_datas: tuple[RouteQueueData, ...]) -> frozenset[MessageQueue]:
+    """The queues consumers allocate from a route: ids below ``read_queue_nums`` of every readable queue data
+    (REB-28); the write count plays no part.
+
+    pre: len(queue_datas) <= 2 and all(0 <= qd.read_queue_nums <= 3 for qd in queue_datas)
+    post: all(_read_queue_of(q, queue_datas) for q in __return__)
+    post: all(q in __return__ for q in _read_queues_of(topic, queue_datas))
+    """
+    return frozenset(
+        MessageQueue(topic, qd.broker_name, i)
+        for qd in queue_datas
+        if _readable(qd.perm)
+        for i in range(qd.read_queue_nums)
+    )
 
 
 @CLAUSES.oracle("REB-1", "REB-20", "REB-21")

@@ -41,7 +41,7 @@ CLAUSES = ClauseTable(
         ),
         Clause(
             "WIRE-6",
-            "A frame whose length is over 16 MiB, or whose header length runs past it, is refused and the "
+            "A frame over 16 MiB (its length field included), or whose header length runs past it, is refused and the "
             "connection closed.",
             "NettyDecoder (FRAME_MAX_LENGTH 16777216); RemotingCommand.decode",
         ),
@@ -94,6 +94,41 @@ CLAUSES = ClauseTable(
             "A stored message's offset message id is the uppercase hex of its store host's address bytes, its store "
             "port as an int32 and its commit-log offset as an int64.",
             "MessageDecoder.createMessageId / decodeMessageId",
+        ),
+        Clause(
+            "WIRE-14",
+            "A broker also serves its port - 2 (the VIP channel) with every processor of its main port but "
+            "PULL_MESSAGE's: a pull there is answered REQUEST_CODE_NOT_SUPPORTED with remark ' request type 11 not "
+            "supported' by the default processor; any other request as on the main port.",
+            "BrokerController.initialize (fastRemotingServer on listenPort - 2), registerProcessor; "
+            "AdminBrokerProcessor.getUnknownCmdResponse; MixAll.brokerVIPChannel",
+        ),
+        Clause(
+            "WIRE-15",
+            "A request its executor's queue has no room for is answered at once SYSTEM_BUSY '[OVERLOAD]system busy, "
+            "start flow control for a while' (a oneway one is lost); one that waited in the queue as long as its "
+            "executor's limit is answered SYSTEM_BUSY '[TIMEOUT_CLEAN_QUEUE]broker busy, ...' with the time it "
+            "waited and the queue's size, unprocessed; a request given room and taken in time is processed. Both "
+            "answers are the server's own commands (WIRE-17).",
+            "NettyRemotingAbstract.processRequestCommand (RejectedExecutionException); "
+            "BrokerFastFailure.cleanExpiredRequestInQueue",
+        ),
+        Clause(
+            "WIRE-16",
+            "A server closes a connection with no traffic either way for serverChannelMaxIdleTimeSeconds "
+            "(120 s by default; 0 never).",
+            "NettyRemotingServer.start (IdleStateHandler(0, 0, serverChannelMaxIdleTimeSeconds)); "
+            "NettyConnectManageHandler.userEventTriggered (ALL_IDLE)",
+        ),
+        Clause(
+            "WIRE-17",
+            "A command a peer creates itself, a request it sends (a broker's NOTIFY_CONSUMER_IDS_CHANGED, "
+            "CHECK_TRANSACTION_STATE, GET_CONSUMER_RUNNING_INFO) or a flow-control answer (WIRE-15), is written in "
+            "its own serialize type (JSON unless rocketmq.serialize.type says ROCKETMQ), whatever its peer speaks; "
+            "only a processor's answer takes its request's (WIRE-4).",
+            "RemotingCommand (serializeTypeConfigInThisServer, the serializeTypeCurrentRPC initializer); "
+            "NettyRemotingAbstract.processRequestCommand (setSerializeTypeCurrentRPC in the processor's callback "
+            "only); RequestTask.returnResponse",
         ),
     ),
 )

@@ -12,11 +12,16 @@ import attrs
 from rocketspec.spec.java import INT_MAX, INT_MIN, big_decimal_int, big_decimal_text, parse_long
 from rocketspec.spec.protocol import (
     MAX_FRAME_BYTES,
+    OVERLOAD_REMARK,
+    OWN_SERIALIZE_TYPE,
     RPC_ONEWAY_FLAG,
     RPC_RESPONSE_FLAG,
     SYSFLAG_BORNHOST_V6,
     SYSFLAG_STOREHOST_V6,
+    TIMEOUT_CLEAN_QUEUE_REMARK,
+    VIP_CHANNEL_UNSERVED_CODES,
     LanguageCode,
+    RequestCode,  # noqa: F401  (a contract names it: CrossHair evaluates it here)
     ResponseCode,
     SerializeType,
 )
@@ -176,7 +181,7 @@ def parse_frame(data: bytes) -> Frame | Refused:
 
     pre: len(data) <= 40
     post: isinstance(__return__, Refused) or len(data) - 4 == int.from_bytes(data[:4], "big", signed=True)
-    post: int.from_bytes(data[:4], "big", signed=True) <= MAX_FRAME_BYTES or isinstance(__return__, Refused)
+    post: int.from_bytes(data[:4], "big", signed=True) + 4 <= MAX_FRAME_BYTES or isinstance(__return__, Refused)
     post: isinstance(__return__, Refused) or __return__.serialize_type == data[4]
     post: isinstance(__return__, Refused) or __return__.body == data[8 + int.from_bytes(data[5:8], "big"):]
     post: isinstance(__return__, Refused) or data[4] != 0 or data[8:].strip().startswith(b"{")
@@ -186,8 +191,9 @@ def parse_frame(data: bytes) -> Frame | Refused:
     if len(data) < 8:
         return Refused("shorter than a length and a mark")
     (length,) = _LENGTH.unpack_from(data, 0)
-    if length > MAX_FRAME_BYTES:
-        return Refused(f"frame length {length} over the 16 MiB limit")
+    if length + 4 > MAX_FRAME_BYTES:
+        # NettyDecoder (LengthFieldBasedFrameDecoder) measures the frame with its length field: 16 MiB in all.
+        return Refused(f"frame length {length} (with its 4-byte length field) over the 16 MiB limit")
     if length != len(data) - 4:
         return Refused(f"frame length {length}, but {len(data) - 4} bytes follow it")
     (mark,) = _LENGTH.unpack_from(data, 4)
@@ -430,3 +436,80 @@ def offset_message_id(store_host: bytes, store_port: int, commit_log_offset: int
     """
     return (store_host + struct.pack(">iq", store_port, commit_log_offset)).hex().upper()
 
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# What only a socket server shows: the VIP channel, flow control, idle connections (WIRE-14, WIRE-15, WIRE-16)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@CLAUSES.oracle("WIRE-12", "WIRE-14")
+def vip_channel_answer(code: int) -> tuple[int, str] | None:
+    """What a broker's VIP channel (its port - 2, the fast remoting server) answers in place of its main port to a
+    request of ``code`` (WIRE-14): a pull, whose processor only the main port has, is answered by the default
+    processor as an unknown code (WIRE-12); None: the request is served as on the main port.
+
+    post: (__return__ is None) == (code != RequestCode.PULL_MESSAGE)
+    post: __return__ is None or __return__ == unknown_code_answer(True, code)
+    post: __return__ is None or __return__[0] == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    """
+    if code not in VIP_CHANNEL_UNSERVED_CODES:
+        return None
+    return unknown_code_answer(True, code)
+
+
+@CLAUSES.oracle("WIRE-15")
+def overload_answer(room: bool, oneway: bool) -> tuple[int, str] | None:
+    """The answer flow control gives a request as it arrives (WIRE-15): with ``room`` in its executor's queue none
+    (it is queued, to be processed); without, SYSTEM_BUSY ``[OVERLOAD]...`` at once, or nothing for a oneway
+    request (it is lost).
+
+    post: room or oneway or __return__ == (ResponseCode.SYSTEM_BUSY, OVERLOAD_REMARK)
+    post: __return__ is None or (not room and not oneway)
+    """
+    if room or oneway:
+        return None
+    return int(ResponseCode.SYSTEM_BUSY), OVERLOAD_REMARK
+
+
+@CLAUSES.oracle("WIRE-15")
+def fast_failure_answer(waited_ms: int, max_wait_ms: int, queue_size: int) -> tuple[int, str] | None:
+    """The answer a request taken from its executor's queue after ``waited_ms`` gets in place of being processed
+    (WIRE-15, ``BrokerFastFailure``): none within its executor's ``max_wait_ms``, else SYSTEM_BUSY
+    ``[TIMEOUT_CLEAN_QUEUE]...`` naming the time it waited and the ``queue_size`` left.
+
+    pre: 0 <= waited_ms <= 10 ** 6 and 0 < max_wait_ms <= 10 ** 6 and 0 <= queue_size <= 10 ** 6
+    post: (__return__ is None) == (waited_ms < max_wait_ms)
+    post: __return__ is None or __return__[0] == ResponseCode.SYSTEM_BUSY
+    post: __return__ is None or f"period in queue: {waited_ms}ms" in __return__[1]
+    post: __return__ is None or __return__[1].startswith("[TIMEOUT_CLEAN_QUEUE]")
+    """
+    if waited_ms < max_wait_ms:
+        return None
+    return int(ResponseCode.SYSTEM_BUSY), TIMEOUT_CLEAN_QUEUE_REMARK.format(waited=waited_ms, size=queue_size)
+
+
+@CLAUSES.oracle("WIRE-16")
+def idle_closes(idle_ms: int, max_idle_ms: int) -> bool:
+    """Whether a server closes a connection that has had no traffic either way for ``idle_ms`` (WIRE-16): once
+    ``serverChannelMaxIdleTimeSeconds`` (``max_idle_ms`` here) has passed; 0 turns it off (Netty's IdleStateHandler).
+
+    pre: idle_ms >= 0 and max_idle_ms >= 0
+    post: not __return__ or max_idle_ms > 0
+    post: not __return__ or idle_ms >= max_idle_ms
+    post: __return__ or max_idle_ms == 0 or idle_ms < max_idle_ms
+    """
+    return max_idle_ms > 0 and idle_ms >= max_idle_ms
+
+
+@CLAUSES.oracle("WIRE-4", "WIRE-17")
+def serialize_type_written(answering: SerializeType | None, own: SerializeType = OWN_SERIALIZE_TYPE
+                           ) -> SerializeType:
+    """The serialize type a peer writes a command in (WIRE-17): a processor's answer in that of the request it
+    answers (``answering``, WIRE-4); a command the peer creates itself, a request it sends or a flow-control answer
+    (``answering`` None, WIRE-15), in its ``own`` (``serializeTypeConfigInThisServer``, JSON unless configured).
+
+    post: answering is None or __return__ == answering
+    post: answering is not None or __return__ == own
+    """
+    return own if answering is None else answering

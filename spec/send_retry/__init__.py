@@ -18,8 +18,11 @@ advances while avoiding the previous broker (SEND-13), the previous-broker filte
 queue list (SEND-19), and the ASYNC retry paths (SEND-7). Java ``int`` arithmetic (wrap-around,
 ``Math.abs(Integer.MIN_VALUE) < 0``, truncating ``%``) is followed exactly.
 
-The area is a package: ``clauses``, ``oracles``, ``machine``, ``invariants`` (see ``docs/spec-authoring.md``);
-every public name is importable from here."""
+A producer with a client namespace wraps its group and each message's topic (``namespace%topic``) before its checks
+and sends, and unwraps the SendResult's topic (SEND-25, SEND-26: ``namespace``).
+
+The area is a package: ``clauses``, ``oracles``, ``namespace``, ``machine``, ``invariants`` (see
+``docs/spec-authoring.md``); every public name is importable from here."""
 
 from __future__ import annotations
 
@@ -51,8 +54,14 @@ from rocketspec.spec.send_retry.machine import (
     TimePasses,
     enabled,
     refusal,
+    result_topic,
     selections,
     step,
+    wire_topic,
+)
+from rocketspec.spec.send_retry.namespace import (
+    without_namespace,
+    wrap_namespace,
 )
 from rocketspec.spec.send_retry.oracles import (
     ATTEMPT_FAILURES,
@@ -125,10 +134,14 @@ __all__ = [
     "record_fault",
     "refusal",
     "response_code_retried",
+    "result_topic",
     "select_queue_latency",
     "select_queue_plain",
     "selections",
     "send_status_of",
     "status_retried",
     "step",
+    "wire_topic",
+    "without_namespace",
+    "wrap_namespace",
 ]

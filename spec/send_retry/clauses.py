@@ -196,5 +196,23 @@ CLAUSES = ClauseTable(
             "attempt is made.",
             "Validators.checkMessage, checkTopic, isNotAllowedSendTopic; DefaultMQProducerImpl.sendDefaultImpl",
         ),
+        Clause(
+            "SEND-25",
+            "Under a namespace (ClientConfig.namespace) a topic or group name is wrapped as namespace%name after its "
+            "%RETRY% or %DLQ% prefix, if any; an empty namespace or name, a system topic (the client's TopicValidator "
+            "set, rmq_sys_*), a system group (CID_RMQ_SYS_*) and a name already carrying namespace% are left as they "
+            "are. Unwrapping removes everything up to the first % after the prefix, keeping the prefix, only from a "
+            "name that carries namespace% there and is not a system resource; any other name is left as it is.",
+            "NamespaceUtil.wrapNamespace, withoutNamespace(String, String), isAlreadyWithNamespace, isSystemResource; "
+            "ClientConfig.withNamespace, withoutNamespace",
+        ),
+        Clause(
+            "SEND-26",
+            "A producer with a namespace wraps its group at start and a message's topic (SEND-25) before the checks of "
+            "SEND-24, so the checks, the route lookup and every attempt's request (the topic the broker stores) see "
+            "the wrapped topic; the SendResult's queue names the topic unwrapped again.",
+            "DefaultMQProducer.start, send; DefaultMQProducerImpl.sendDefaultImpl, sendKernelImpl; "
+            "MQClientAPIImpl.processSendResponse",
+        ),
     ),
 )

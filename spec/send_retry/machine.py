@@ -19,6 +19,7 @@ from rocketspec.spec.protocol import (
 )
 from rocketspec.spec.queues import MessageQueue
 from rocketspec.spec.send_retry.clauses import CLAUSES
+from rocketspec.spec.send_retry.namespace import unwrapped, wrap
 from rocketspec.spec.send_retry.oracles import (
     ATTEMPT_FAILURES,
     Failure,
@@ -89,6 +90,7 @@ class Config:
     queue_datas: tuple[QueueData, ...] = ()
     profile: VersionProfile = DEFAULT_PROFILE
     max_message_size: int = MAX_MESSAGE_SIZE
+    namespace: str | None = None  # ClientConfig.namespace (SEND-26); the queues then carry the wrapped topic
 
     @property
     def limit(self) -> int:
@@ -215,12 +217,40 @@ def _selection_for(state: SendState, queue: MessageQueue) -> Selection | None:
     return None
 
 
+@CLAUSES.oracle("SEND-26")
+def wire_topic(config: Config, topic: str | None) -> str | None:
+    """The topic a producer of ``config`` checks, routes and sends a message of ``topic`` with (SEND-26): the topic
+    wrapped in the namespace (SEND-25); the topic itself without one.
+
+    pre: topic is None or len(topic) <= 8
+    pre: config.namespace is None or len(config.namespace) <= 3
+    post: config.namespace or __return__ == topic
+    post: __return__ is None or topic is None or __return__.endswith(topic) or topic.startswith("%")
+    """
+    return wrap(config.namespace, topic)
+
+
+@CLAUSES.oracle("SEND-26")
+def result_topic(state: SendState) -> str | None:
+    """The topic the SendResult of ``state``'s send names (SEND-26): its attempts' topic unwrapped again (SEND-25);
+    None before an attempt.
+
+    pre: state.last is None or len(state.last.topic) <= 8
+    post: (__return__ is None) == (state.last is None)
+    post: state.last is None or state.config.namespace or __return__ == state.last.topic
+    """
+    if state.last is None:
+        return None
+    return unwrapped(state.last.topic, state.config.namespace)
+
+
 def refusal(state: SendState) -> tuple[int, str] | None:
-    """Why the producer refuses the current send's message (SEND-24), None when it does not."""
+    """Why the producer refuses the current send's message (SEND-24): the checks see the topic wrapped in the
+    namespace (SEND-26). None when it does not refuse it."""
     shape = state.message
     if shape is None:
         return None
-    return message_refusal(shape.topic, shape.body_len, state.config.max_message_size)
+    return message_refusal(wire_topic(state.config, shape.topic), shape.body_len, state.config.max_message_size)
 
 
 def _awaiting_selection(state: SendState) -> bool:
@@ -411,7 +441,8 @@ def _new_send(state: SendState, action: NewSend) -> SendState:
 
 
 def _refused(state: SendState, action: MessageRefused) -> SendState:
-    """The producer refuses the message before looking for a route: no attempt (SEND-24)."""
+    """The producer refuses the message before looking for a route: no attempt (SEND-24); its checks saw the topic in
+    the namespace (SEND-26)."""
     reason = refusal(state)
     assert reason is not None
     return _end(state, Outcome(OutcomeKind.FAILED, failure=Failure.REFUSED, code=reason[0]))
@@ -484,7 +515,7 @@ def _failed_candidates(state: SendState, bounds: Bounds) -> list[AttemptFailed]:
 TRANSITIONS: TransitionTable[SendState, Action, Bounds] = TransitionTable("send_retry", CLAUSES, (
     Transition(NewSend, _new_send_enabled, _new_send, _new_send_candidates, ("SEND-20", "SEND-21")),
     Transition(TimePasses, _time_passes_enabled, _time_passes, _time_passes_candidates, ("SEND-16", "SEND-21")),
-    Transition(MessageRefused, _refused_enabled, _refused, _refused_candidates, ("SEND-24",)),
+    Transition(MessageRefused, _refused_enabled, _refused, _refused_candidates, ("SEND-24", "SEND-26")),
     Transition(NoRoute, _no_route_enabled, _no_route, _no_route_candidates, ("SEND-23",)),
     Transition(SelectQueue, _select_enabled, _select, _select_candidates,
                ("SEND-2", "SEND-6", "SEND-7", "SEND-8", "SEND-14", "SEND-21")),

@@ -31,9 +31,14 @@ a pass reads is re-appended and later checked again (``model(op_batch=1, immunit
 TRAN_PREPARED_QUEUE_OFFSET lookup of TXN-18 never succeeds for copies the broker makes: the offset it names is
 below the half offset by the next pass, so its op is filed as done, not in the remove map.
 
-Times in the oracles are milliseconds; the state machine counts ticks of one check interval (``TICK_MS``).
+Times are milliseconds, in the oracles and in the state machine, which runs on the broker's clock: a pass begins one
+``transactionCheckInterval`` after the previous one ended and runs at once, except where its walk must wait for
+more op messages (TXN-26). The explorer's model puts everything else half an interval (``EVENT_OFFSET_MS``) into an
+interval of ``TICK_MS``, so that ages never tie with the timeout; the lockstep machine
+(``tests/test_stateful_transaction_check.py``) steps the same table with the reference implementation's own times.
 
-The area is a package: ``clauses``, ``oracles``, ``machine``, ``invariants`` (see ``docs/spec-authoring.md``);
+The area is a package: ``clauses``, ``oracles``, ``walk`` (the state's values and the check pass's walk), ``state``
+(the state and actions), ``machine`` (the transition table), ``invariants`` (see ``docs/spec-authoring.md``);
 every public name is importable from here."""
 
 from __future__ import annotations
@@ -47,29 +52,10 @@ from rocketspec.spec.transaction_check.invariants import (
     model,
 )
 from rocketspec.spec.transaction_check.machine import (
-    EVENT_OFFSET_MS,
-    FOREIGN_GROUP,
-    PRODUCER_GROUP,
-    REAL_TOPIC,
-    TICK_MS,
-    Action,
-    CheckRequest,
-    Config,
-    EndTransactionDelivered,
-    EndTxnRequest,
-    ForgedEndTransaction,
-    HalfEntry,
-    LocalDecides,
-    LocalTransactionEnds,
-    Phase,
-    ProducerAnswers,
-    RealMessage,
-    SendHalf,
-    Tick,
-    TxnState,
+    TRANSITIONS,
+    Bounds,
     candidate_actions,
     enabled,
-    initial_state,
     step,
 )
 from rocketspec.spec.transaction_check.oracles import (
@@ -98,6 +84,51 @@ from rocketspec.spec.transaction_check.oracles import (
     reset_transaction_value,
     restore_real_message,
     transaction_value,
+    walk_resumes_at,
+)
+from rocketspec.spec.transaction_check.state import (
+    Action,
+    CheckLost,
+    CheckPass,
+    ConsumerReceives,
+    EndTransactionDelivered,
+    EndTransactionDuplicated,
+    EndTransactionLost,
+    ForgedEndTransaction,
+    LocalDecides,
+    LocalTransactionEnds,
+    ProducerAnswers,
+    ProducerLeaves,
+    ProducerRegisters,
+    SendHalf,
+    TimePasses,
+    TxnState,
+    entries_of,
+    initial_state,
+    live_of,
+    pending_walk,
+    resolved,
+    walk_due,
+)
+from rocketspec.spec.transaction_check.walk import (
+    EVENT_OFFSET_MS,
+    FOREIGN_GROUP,
+    PRODUCER_GROUP,
+    REAL_TOPIC,
+    TICK_MS,
+    CheckRequest,
+    Config,
+    EndTxnRequest,
+    HalfEntry,
+    OpEntry,
+    Outcome,
+    Phase,
+    RealMessage,
+    Walk,
+    answer_allowed,
+    half_properties,
+    read_ops,
+    run_walk,
 )
 
 __all__ = [
@@ -111,11 +142,18 @@ __all__ = [
     "STEP_INVARIANTS",
     "STOPS",
     "TICK_MS",
+    "TRANSITIONS",
     "Action",
+    "Bounds",
     "CheckDecision",
+    "CheckLost",
+    "CheckPass",
     "CheckRequest",
     "Config",
+    "ConsumerReceives",
     "EndTransactionDelivered",
+    "EndTransactionDuplicated",
+    "EndTransactionLost",
     "EndTransactionOutcome",
     "EndTxnRequest",
     "ForgedEndTransaction",
@@ -124,16 +162,22 @@ __all__ = [
     "HalfSendPath",
     "LocalDecides",
     "LocalTransactionEnds",
+    "OpEntry",
     "OpMessage",
     "OpScan",
+    "Outcome",
     "Phase",
     "ProducerAnswers",
+    "ProducerLeaves",
+    "ProducerRegisters",
     "RealMessage",
     "RestoredMessage",
     "SendHalf",
-    "Tick",
+    "TimePasses",
     "TxnState",
+    "Walk",
     "advance_op_offset",
+    "answer_allowed",
     "candidate_actions",
     "check_answer",
     "check_decision",
@@ -142,16 +186,25 @@ __all__ = [
     "discard_destination",
     "enabled",
     "end_transaction",
+    "entries_of",
     "fill_op_remove_map",
     "first_end_transaction_type",
     "half_message_rewrite",
+    "half_properties",
     "half_send_path",
     "initial_state",
+    "live_of",
     "model",
     "next_check_times",
     "op_message",
+    "pending_walk",
+    "read_ops",
     "reset_transaction_value",
+    "resolved",
     "restore_real_message",
+    "run_walk",
     "step",
     "transaction_value",
+    "walk_due",
+    "walk_resumes_at",
 ]

@@ -181,5 +181,14 @@ CLAUSES = ClauseTable(
             "TransactionalMessageServiceImpl.check/fillOpRemoveMap/checkPrepareQueueOffset, "
             "EndTransactionProcessor.processRequest",
         ),
+        Clause(
+            "TXN-26",
+            "A walk that must read more op messages and finds none waits at that half message (Java's check thread "
+            "spins re-reading the op queue): it goes on as soon as a new op message is there, once the message is "
+            "older than its immunity time, or once the pass has run more than 60 s, whichever comes first; the next "
+            "pass begins transactionCheckInterval after this one ended.",
+            "TransactionalMessageServiceImpl.check (the isNeedCheck else branch), ServiceThread.waitForRunning, "
+            "TransactionalMessageCheckService.onWaitEnd",
+        ),
     ),
 )

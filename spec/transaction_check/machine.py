@@ -1,320 +1,251 @@
-"""Transaction check: the state machine: frozen state, actions, ``enabled`` and ``step``."""
+"""Transaction check: the state machine: frozen state, actions and the transition table.
+
+One broker, its producers (each of a producer group) and a few transactional messages, on the broker's clock in
+milliseconds. The check service runs a pass ``interval_ms`` after the previous one ended (the first one after the
+broker started); a pass runs its walk (``walk.run_walk``) at once, except where it must wait for more op messages
+(TXN-26): then it is suspended, and END_TRANSACTIONs that land meanwhile land during the pass. Everything the
+network does to a request is an action of its own: an END_TRANSACTION in flight is delivered, lost or duplicated
+(and a delayed one is simply delivered later); a check in flight reaches its producer or, once that producer has
+left, is lost. Producers register with the broker (their heartbeat) and leave it; the consumer of the real topic
+receives what COMMITs stored there.
+"""
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Iterable
-from typing import TypeVar
+from collections.abc import Iterator
+from itertools import product
 
 import attrs
 
-from rocketspec.spec.explorer import require_enabled
 from rocketspec.spec.protocol import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_NOT_TYPE,
-    TRANSACTION_OP_BATCH,
     TRANSACTION_PREPARED_TYPE,
     TRANSACTION_ROLLBACK_TYPE,
-    Property,
     ResponseCode,
     SendStatus,
     TransactionState,
 )
 from rocketspec.spec.transaction_check.clauses import CLAUSES
 from rocketspec.spec.transaction_check.oracles import (
-    STOPS,
-    CheckDecision,
-    OpScan,
-    advance_op_offset,
     check_answer,
-    check_decision,
     end_transaction,
-    fill_op_remove_map,
     first_end_transaction_type,
     half_message_rewrite,
-    next_check_times,
     op_message,
     restore_real_message,
 )
-from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
+from rocketspec.spec.transaction_check.state import (
+    Action,
+    CheckLost,
+    CheckPass,
+    ConsumerReceives,
+    EndTransactionDelivered,
+    EndTransactionDuplicated,
+    EndTransactionLost,
+    ForgedEndTransaction,
+    LocalDecides,
+    LocalTransactionEnds,
+    ProducerAnswers,
+    ProducerLeaves,
+    ProducerRegisters,
+    SendHalf,
+    TimePasses,
+    TxnState,
+    add_sorted,
+    entries_of,
+    live_of,
+    pending_walk,
+    remove_one,
+    set_at,
+    targets_fit,
+    walk_due,
+)
+from rocketspec.spec.transaction_check.walk import (
+    EVENT_OFFSET_MS,
+    REAL_TOPIC,
+    TICK_MS,
+    CheckRequest,
+    EndTxnRequest,
+    HalfEntry,
+    OpEntry,
+    Phase,
+    RealMessage,
+    answer_allowed,
+    committed_op_offset,
+    half_properties,
+)
+from rocketspec.spec.transitions import Transition, TransitionTable
 
 # ---------------------------------------------------------------------------------------------------------------
-# State machine: one broker, one producer group, a few transactional messages.
-#
-# Time runs in ticks of TICK_MS, one check interval each (RocketMQ: 60 s, with a 6 s timeout; the model scales
-# the timeout and immunity times to its own interval): tick t begins with a check pass at t * TICK_MS, and
-# everything else that happens in tick t happens at t * TICK_MS + EVENT_OFFSET_MS. So a message's age at a pass
-# is never a whole number of ticks and the timeout and immunity comparisons never tie (a tie only delays the
-# check by a millisecond in RocketMQ, see FETCH_MORE_OPS in _check_pass). A pass runs atomically: END_TRANSACTIONs
-# land between passes, which makes every op a pass reads born before the pass began (so the last-op clause of
-# TXN-19 is false), and a resolution that RocketMQ could see land mid-walk has the same effect here as one that
-# lands just after the pass.
-
-PRODUCER_GROUP = "TXN_PRODUCER_GROUP"
-FOREIGN_GROUP = "OTHER_PRODUCER_GROUP"
-REAL_TOPIC = "TopicTest"
-TICK_MS = 1000
-EVENT_OFFSET_MS = TICK_MS // 2
-
-
-@attrs.frozen
-class Config:
-    """Model parameters: ``messages`` transactional sends, broker settings in ticks, race budgets.
-
-    ``immunity`` gives each message's CHECK_IMMUNITY_TIME_IN_SECONDS (None: absent; with 1 s ticks a value
-    is a number of ticks); ``duplicates`` bounds how many END_TRANSACTIONs the network may duplicate and
-    ``forged`` how many COMMITs a producer of another group may send naming a half entry. Unless
-    ``stale_checks``, a check still unanswered when the next check of the same message goes out is lost (a
-    bound: RocketMQ may answer it late, which is the same race as a late END_TRANSACTION from the sender).
-    """
-
-    messages: int = 2
-    check_max: int = 2
-    timeout_ms: int = TICK_MS
-    max_time: int = 4
-    send_window: int = 1
-    immunity: tuple[int | None, ...] = (None, None)
-    op_batch: int = TRANSACTION_OP_BATCH
-    duplicates: int = 1
-    forged: int = 0
-    stale_checks: bool = False
-    profile: VersionProfile = DEFAULT_PROFILE
-
-
-@attrs.frozen
-class HalfEntry:
-    """One entry of the half queue (the original half message or a re-appended copy); times in ms."""
-
-    msg: int
-    born: int
-    stored: int
-    check_times: int | None
-    prepared_offset: int | None
-    real_topic: str
-    real_queue_id: str
-    sys_flag: int
-
-
-@attrs.frozen(order=True)
-class EndTxnRequest:
-    """An END_TRANSACTION in flight. In the model a half entry's commit-log offset is its half queue offset."""
-
-    group: str
-    commit_or_rollback: int
-    tran_state_table_offset: int
-    commit_log_offset: int
-    from_check: bool
-
-
-@attrs.frozen(order=True)
-class CheckRequest:
-    """A CHECK_TRANSACTION_STATE in flight to the producer group, naming the re-appended copy ``entry``."""
-
-    msg: int
-    entry: int
-
-
-@attrs.frozen(order=True)
-class RealMessage:
-    """A message stored in its real topic by a COMMIT."""
+# Guards.
 
-    msg: int
-    topic: str
-    queue_id: int
-    sys_flag: int
-    properties: tuple[tuple[str, str], ...]
 
+def _send_enabled(state: TxnState, action: SendHalf) -> bool:
+    m = action.msg
+    return (0 <= m < state.cfg.messages and state.phase[m] == Phase.IDLE
+            and all(p != Phase.IDLE for p in state.phase[:m]) and 0 <= action.producer < len(state.cfg.producers)
+            and action.queue_id >= 0)
 
-class Phase(enum.IntEnum):
-    """Where the original sender is with one message."""
 
-    IDLE = 0
-    EXECUTING = 1  # half message stored, local transaction running
-    RETURNED = 2  # executeLocalTransaction returned and its END_TRANSACTION went out
+def _local_ends_enabled(state: TxnState, action: LocalTransactionEnds) -> bool:
+    ran = action.status is SendStatus.SEND_OK
+    return (0 <= action.msg < state.cfg.messages and state.phase[action.msg] == Phase.EXECUTING
+            and (ran or (action.state is None and not action.raised)))
 
 
-@attrs.frozen
-class TxnState:
-    """Broker, producer and network state, plus ghost counters the invariants read.
+def _local_decides_enabled(state: TxnState, action: LocalDecides) -> bool:
+    m = action.msg
+    return (0 <= m < state.cfg.messages and state.phase[m] == Phase.RETURNED and state.local[m] is None
+            and action.state in (TransactionState.COMMIT_MESSAGE, TransactionState.ROLLBACK_MESSAGE))
 
-    ``ops`` are the half offsets named by the op messages, in op-queue order; ``discarded`` the half offsets
-    moved to TRANS_CHECK_MAX_TIME_TOPIC. Ghosts: ``checks_sent`` and ``accepted`` (END_TRANSACTIONs answered
-    SUCCESS) per message, and ``racy``, the messages one of whose END_TRANSACTIONs was duplicated or named an
-    entry that a later copy had superseded when it was accepted (TXN-25).
-    """
 
-    cfg: Config
-    now: int = 0
-    phase: tuple[Phase, ...] = ()
-    local: tuple[TransactionState | None, ...] = ()
-    half: tuple[HalfEntry, ...] = ()
-    ops: tuple[int, ...] = ()
-    half_offset: int = 0
-    op_offset: int = 0
-    real: tuple[RealMessage, ...] = ()
-    discarded: tuple[int, ...] = ()
-    checks: tuple[CheckRequest, ...] = ()
-    requests: tuple[EndTxnRequest, ...] = ()
-    duplicates_left: int = 0
-    forged_left: int = 0
-    checks_sent: tuple[int, ...] = ()
-    accepted: tuple[int, ...] = ()
-    racy: frozenset[int] = frozenset()
+def _time_enabled(state: TxnState, action: TimePasses) -> bool:
+    if action.ms <= 0:
+        return False
+    if state.walk is None:
+        return state.now + action.ms <= state.next_pass
+    return not walk_due(state) and state.now + action.ms <= state.walk.wake
 
 
-@attrs.frozen
-class SendHalf:
-    """The producer sends message ``msg`` as a half message (stored at once)."""
+def _pass_enabled(state: TxnState, action: CheckPass) -> bool:
+    return walk_due(state) and targets_fit(state, pending_walk(state), action.targets)
 
-    msg: int
 
+def _answers_enabled(state: TxnState, action: ProducerAnswers) -> bool:
+    c = action.check
+    return c in state.checks and c.producer in state.live and answer_allowed(state.local[c.msg], action.state,
+                                                                            action.raised)
 
-@attrs.frozen
-class LocalTransactionEnds:
-    """executeLocalTransaction returns ``state`` for ``msg`` and the sender's END_TRANSACTION goes out.
 
-    A COMMIT or ROLLBACK is final; after UNKNOW the local transaction decides later (:class:`LocalDecides`).
-    A local commit that checks can see before the sender's END_TRANSACTION is sent is the same, for the
-    broker, as that END_TRANSACTION being delivered late.
-    """
+def _lost_check_enabled(state: TxnState, action: CheckLost) -> bool:
+    return action.check in state.checks and action.check.producer not in state.live
 
-    msg: int
-    state: TransactionState
 
+def _ignored(request: EndTxnRequest) -> bool:
+    """An UNKNOW END_TRANSACTION: the broker does nothing with it (TXN-6), so none is tracked in flight."""
+    return request.commit_or_rollback == TRANSACTION_NOT_TYPE and not request.forged
 
-@attrs.frozen
-class LocalDecides:
-    """A local transaction that returned UNKNOW commits or rolls back; its state never changes again."""
 
-    msg: int
-    state: TransactionState
+def _in_flight(state: TxnState, action: EndTransactionDelivered | EndTransactionLost) -> bool:
+    return action.request in state.requests or _ignored(action.request)
 
 
-@attrs.frozen
-class Tick:
-    """A check interval passes: the clock moves to the next tick and the check service runs a pass."""
+def _duplicated_enabled(state: TxnState, action: EndTransactionDuplicated) -> bool:
+    return _ignored(action.request) or (action.request in state.requests and state.duplicates_left > 0)
 
 
-@attrs.frozen
-class ProducerAnswers:
-    """A producer of the group answers ``check`` from its local state and the broker processes the answer.
+def _refused(state: TxnState, request: EndTxnRequest) -> bool:
+    """Whether the broker must refuse ``request``: a commitOrRollback none of UNKNOW, COMMIT, ROLLBACK (TXN-6), no
+    such entry, another group, the wrong queue offset (TXN-7)."""
+    if request.commit_or_rollback not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
+        return True
+    q = request.commit_log_offset
+    if not 0 <= q < len(state.half):
+        return True
+    return state.half[q].group != request.group or request.tran_state_table_offset != q
 
-    Answering later is the same as answering at once and the END_TRANSACTION arriving late, since a local
-    state only ever goes from undecided to final. ``twice``: the network duplicated the answer.
-    """
 
-    check: CheckRequest
-    twice: bool = False
+def _forged_enabled(state: TxnState, action: ForgedEndTransaction) -> bool:
+    return state.forged_left > 0 and action.entry >= -1 and _refused(state, action.request)
 
 
-@attrs.frozen
-class EndTransactionDelivered:
-    """The broker processes ``request``; ``twice``: the network duplicated it and the copy follows at once.
+def _registers_enabled(state: TxnState, action: ProducerRegisters) -> bool:
+    return 0 <= action.producer < len(state.cfg.producers) and action.producer not in state.live
 
-    When the copy arrives does not matter to the broker: it finds the same half entry whenever it comes.
-    """
-
-    request: EndTxnRequest
-    twice: bool = False
-
-
-@attrs.frozen
-class ForgedEndTransaction:
-    """A producer of another group sends a COMMIT naming half entry ``entry``."""
-
-    entry: int
-
-
-Action = (
-    SendHalf
-    | LocalTransactionEnds
-    | LocalDecides
-    | Tick
-    | ProducerAnswers
-    | EndTransactionDelivered
-    | ForgedEndTransaction
-)
-
-
-def initial_state(cfg: Config) -> TxnState:
-    """Nothing sent yet."""
-    n = cfg.messages
-    return TxnState(
-        cfg=cfg,
-        phase=(Phase.IDLE,) * n,
-        local=(None,) * n,
-        duplicates_left=cfg.duplicates,
-        forged_left=cfg.forged,
-        checks_sent=(0,) * n,
-        accepted=(0,) * n,
-    )
-
-
-T = TypeVar("T")
-
-
-def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
-    return (*t[:i], v, *t[i + 1:])
-
-
-def _remove_one(t: tuple[T, ...], item: T) -> tuple[T, ...]:
-    i = t.index(item)
-    return (*t[:i], *t[i + 1:])
-
-
-def _entries_of(state: TxnState, msg: int) -> list[int]:
-    return [q for q, e in enumerate(state.half) if e.msg == msg]
-
-
-def _resolved(state: TxnState, msg: int) -> bool:
-    entries = set(_entries_of(state, msg))
-    return any(q in entries for q in state.ops)
-
-
-def _half_properties(entry: HalfEntry) -> tuple[tuple[str, str], ...]:
-    props = [
-        (Property.TRANSACTION_PREPARED, "true"),
-        (Property.PRODUCER_GROUP, PRODUCER_GROUP),
-        (Property.REAL_TOPIC, entry.real_topic),
-        (Property.REAL_QUEUE_ID, entry.real_queue_id),
-    ]
-    if entry.check_times is not None:
-        props.append((Property.TRANSACTION_CHECK_TIMES, str(entry.check_times)))
-    return tuple(props)
-
-
-@CLAUSES.oracle("TXN-4", "TXN-12", "TXN-21")
-def enabled(state: TxnState, action: Action) -> bool:
-    """Whether ``action`` can happen in ``state`` (TXN-4, TXN-12, TXN-21).
-
-    Messages are sent in index order within the first ``send_window`` ticks; a local transaction returns once
-    and decides at most once (TXN-4); time ends at ``max_time`` ticks, one check pass each (TXN-12); a producer
-    answers only checks that were sent, in any order and as late as it likes (TXN-21).
-    """
-    match action:
-        case SendHalf(msg=m):
-            return (
-                state.phase[m] == Phase.IDLE
-                and all(p != Phase.IDLE for p in state.phase[:m])
-                and state.now <= state.cfg.send_window
-            )
-        case LocalTransactionEnds(msg=m):
-            return state.phase[m] == Phase.EXECUTING
-        case LocalDecides(msg=m, state=s):
-            return (
-                state.phase[m] == Phase.RETURNED
-                and state.local[m] is None
-                and s in (TransactionState.COMMIT_MESSAGE, TransactionState.ROLLBACK_MESSAGE)
-            )
-        case Tick():
-            return state.now < state.cfg.max_time
-        case ProducerAnswers(check=c, twice=twice):
-            return c in state.checks and (not twice or state.duplicates_left > 0)
-        case EndTransactionDelivered(request=r, twice=twice):
-            return r in state.requests and (not twice or state.duplicates_left > 0)
-        case ForgedEndTransaction(entry=q):
-            return state.forged_left > 0 and 0 <= q < len(state.half)
-    return False
+
+def _leaves_enabled(state: TxnState, action: ProducerLeaves) -> bool:
+    return action.producer in state.live
+
+
+def _receives_enabled(state: TxnState, action: ConsumerReceives) -> bool:
+    return 0 <= action.index < len(state.real) and action.index not in state.consumed
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Effects.
+
+
+def _send(state: TxnState, action: SendHalf) -> TxnState:
+    """The half message is stored with its real topic and queue recorded and its transaction bits reset, PGROUP the
+    sender's group (TXN-2); its local transaction starts."""
+    m = action.msg
+    rewrite = half_message_rewrite(REAL_TOPIC, action.queue_id, TRANSACTION_PREPARED_TYPE)
+    entry = HalfEntry(m, state.now - action.transit_ms, state.now, None, None, rewrite.real_topic,
+                      rewrite.real_queue_id, rewrite.sys_flag, state.cfg.producers[action.producer], action.immunity)
+    return attrs.evolve(state, half=(*state.half, entry), phase=set_at(state.phase, m, Phase.EXECUTING))
+
+
+def _local_ends(state: TxnState, action: LocalTransactionEnds) -> TxnState:
+    """The sender's END_TRANSACTION names the original entry with the local transaction's answer: COMMIT, ROLLBACK,
+    or UNKNOW for anything else, null and an exception included; a half message stored with another status than
+    SEND_OK is rolled back (TXN-4)."""
+    m = action.msg
+    kind = first_end_transaction_type(action.status, action.state, action.raised)
+    decided = action.state in (TransactionState.COMMIT_MESSAGE, TransactionState.ROLLBACK_MESSAGE)
+    local = action.state if decided and not action.raised else None
+    state = attrs.evolve(state, phase=set_at(state.phase, m, Phase.RETURNED), local=set_at(state.local, m, local))
+    if kind == TRANSACTION_NOT_TYPE:
+        # The broker ignores UNKNOW (TXN-6): the request is not tracked, its delivery (at any time) is a no-op.
+        return state
+    q = entries_of(state, m)[0]
+    request = EndTxnRequest(state.half[q].group, kind, q, q, False)
+    return attrs.evolve(state, requests=add_sorted(state.requests, request))
+
+
+def _local_decides(state: TxnState, action: LocalDecides) -> TxnState:
+    """An undecided local transaction decides, for good: checks answer it from now on (TXN-21)."""
+    return attrs.evolve(state, local=set_at(state.local, action.msg, action.state))
+
+
+def _time(state: TxnState, action: TimePasses) -> TxnState:
+    """The clock moves, never past the next pass or the moment a waiting walk goes on (TXN-12, TXN-26)."""
+    return attrs.evolve(state, now=state.now + action.ms)
+
+
+def _pass(state: TxnState, action: CheckPass) -> TxnState:
+    """The walk runs: a pass begins now (reading the half and op offsets of CID_RMQ_SYS_TRANS), or the waiting one
+    goes on by reading the next op batch (TXN-12, TXN-13, TXN-26). It decides at each half offset (TXN-14, TXN-15,
+    TXN-16, TXN-17, TXN-18, TXN-19): each check re-appends the message with its next count and goes to the producer
+    the action names, one of the group's registered producers (none: no check, the count is spent all the same,
+    TXN-19, TXN-23). Once the walk
+    ends, the half offset and the op offset are committed (TXN-20) and the next pass begins one interval later
+    (TXN-26); a walk that must wait for op messages is suspended instead (TXN-26)."""
+    outcome = pending_walk(state)
+    checks = list(state.checks)
+    checks_sent = list(state.checks_sent)
+    for (msg, entry, _group), target in zip(outcome.checks, action.targets, strict=True):
+        checks_sent[msg] += 1
+        if target is None:
+            continue
+        if not state.cfg.stale_checks:
+            checks = [c for c in checks if c.msg != msg]
+        checks.append(CheckRequest(msg, entry, target))
+    state = attrs.evolve(state, half=outcome.half, discarded=outcome.discarded, checks=tuple(sorted(checks)),
+                         checks_sent=tuple(checks_sent))
+    if outcome.waiting is not None:
+        return attrs.evolve(state, walk=outcome.waiting)
+    return attrs.evolve(state, walk=None, half_offset=outcome.offset,
+                        op_offset=committed_op_offset(state.op_offset, outcome.scan),
+                        next_pass=state.now + state.cfg.interval_ms)
+
+
+def _answers(state: TxnState, action: ProducerAnswers) -> TxnState:
+    """The producer answers the check from its local state with an END_TRANSACTION (fromTransactionCheck) naming the
+    copy the check named and its own group; a null answer sends nothing (TXN-21)."""
+    c = action.check
+    state = attrs.evolve(state, checks=remove_one(state.checks, c))
+    kind = check_answer(action.state, action.raised)
+    if kind is None or kind == TRANSACTION_NOT_TYPE:
+        # Nothing sent, or an UNKNOW the broker ignores (TXN-6, not tracked).
+        return state
+    request = EndTxnRequest(state.cfg.producers[c.producer], kind, c.entry, c.entry, True)
+    return attrs.evolve(state, requests=add_sorted(state.requests, request))
+
+
+def _check_lost(state: TxnState, action: CheckLost) -> TxnState:
+    """A check to a producer that left is lost: only a later check asks again (TXN-19)."""
+    return attrs.evolve(state, checks=remove_one(state.checks, action.check))
 
 
 def _deliver(state: TxnState, request: EndTxnRequest) -> TxnState:
@@ -326,7 +257,7 @@ def _deliver(state: TxnState, request: EndTxnRequest) -> TxnState:
         request.tran_state_table_offset,
         request.commit_log_offset,
         found=entry is not None,
-        stored_group=PRODUCER_GROUP,
+        stored_group=entry.group if entry is not None else "",
         stored_queue_offset=q,
         stored_commit_log_offset=q,
         from_transaction_check=request.from_check,
@@ -335,184 +266,225 @@ def _deliver(state: TxnState, request: EndTxnRequest) -> TxnState:
         return state
     m = entry.msg
     if outcome.stores_real:
-        restored = restore_real_message(_half_properties(entry), entry.sys_flag, state.cfg.profile)
-        real = RealMessage(m, restored.topic, restored.queue_id, restored.sys_flag, restored.properties)
-        state = attrs.evolve(state, real=tuple(sorted((*state.real, real))))
+        stored = half_properties(entry)
+        restored = restore_real_message(stored, entry.sys_flag, state.cfg.profile)
+        real = RealMessage(m, restored.topic, restored.queue_id, restored.sys_flag, restored.properties, stored)
+        state = attrs.evolve(state, real=(*state.real, real))
     if outcome.writes_op:
-        state = attrs.evolve(state, ops=(*state.ops, int(op_message(0, q).body)))
-    superseded = q != _entries_of(state, m)[-1]
+        state = attrs.evolve(state, ops=(*state.ops, OpEntry(int(op_message(0, q).body), state.now)))
+    racy = q != entries_of(state, m)[-1] or state.walk is not None
     return attrs.evolve(
         state,
-        accepted=_set(state.accepted, m, state.accepted[m] + 1),
-        racy=state.racy | {m} if superseded else state.racy,
+        accepted=set_at(state.accepted, m, state.accepted[m] + 1),
+        racy=state.racy | {m} if racy else state.racy,
     )
 
 
-def _deliver_maybe_twice(state: TxnState, request: EndTxnRequest, twice: bool) -> TxnState:
-    state = _deliver(state, request)
-    if not twice:
+def _delivered(state: TxnState, action: EndTransactionDelivered) -> TxnState:
+    """The broker applies :func:`end_transaction` to the half entry at the request's commit-log offset: a COMMIT
+    stores the restored real message (TXN-8) and the op, a ROLLBACK the op only (TXN-9, TXN-10), UNKNOW nothing
+    (TXN-6), a request that does not match the entry nothing (TXN-7); nothing remembers earlier resolutions
+    (TXN-11)."""
+    if _ignored(action.request):
         return state
-    state = _deliver(state, request)
-    q = request.commit_log_offset
+    return _deliver(attrs.evolve(state, requests=remove_one(state.requests, action.request)), action.request)
+
+
+def _lost(state: TxnState, action: EndTransactionLost) -> TxnState:
+    """A lost END_TRANSACTION changes nothing at the broker: the message waits for a check (TXN-11, TXN-19)."""
+    if _ignored(action.request):
+        return state
+    return attrs.evolve(state, requests=remove_one(state.requests, action.request))
+
+
+def _duplicated(state: TxnState, action: EndTransactionDuplicated) -> TxnState:
+    """A second copy of the request is in flight; the broker may apply both (TXN-11)."""
+    if _ignored(action.request):
+        return state
+    q = action.request.commit_log_offset
     racy = state.racy | {state.half[q].msg} if 0 <= q < len(state.half) else state.racy
-    return attrs.evolve(state, duplicates_left=state.duplicates_left - 1, racy=racy)
+    return attrs.evolve(state, requests=add_sorted(state.requests, action.request),
+                        duplicates_left=state.duplicates_left - 1, racy=racy)
 
 
-def _read_ops(state: TxnState, scan: OpScan, op_from: int, mini_offset: int) -> tuple[OpScan, int, bool]:
-    """fillOpRemoveMap over one batch from ``op_from``: the new scan, the next op offset, whether it was empty."""
-    batch = state.ops[op_from:op_from + state.cfg.op_batch]
-    if not batch:
-        # NO_NEW_MSG: no message list, and the next begin offset stays where it was.
-        return scan, op_from, True
-    pairs = tuple((op_from + k, q) for k, q in enumerate(batch))
-    return fill_op_remove_map(scan, pairs, mini_offset), op_from + len(batch), False
+def _forged(state: TxnState, action: ForgedEndTransaction) -> TxnState:
+    """A request the broker must refuse by its commitOrRollback (TXN-6), producer group or offsets (TXN-7) is in
+    flight; nothing at the broker remembers it (TXN-11)."""
+    return attrs.evolve(state, requests=add_sorted(state.requests, action.request), forged_left=state.forged_left - 1)
 
 
-def _take_done(scan: OpScan, half_offset: int, count_done: bool) -> OpScan:
-    remove = dict(scan.remove)
-    op_offset = remove.pop(half_offset)
-    done = tuple(sorted((*scan.done, op_offset))) if count_done else scan.done
-    return OpScan(tuple(sorted(remove.items())), done)
+def _registers(state: TxnState, action: ProducerRegisters) -> TxnState:
+    """The producer's channel joins its group's table: checks of the group may go to it (TXN-19)."""
+    return attrs.evolve(state, live=state.live | {action.producer})
 
 
-def _check_pass(state: TxnState) -> TxnState:
-    """One pass of TransactionalMessageServiceImpl.check over the half queue, at the start of the current tick."""
-    cfg = state.cfg
-    start = state.now * TICK_MS
-    now_ms = start
-    half = list(state.half)
-    discarded = list(state.discarded)
-    checks = list(state.checks)
-    checks_sent = list(state.checks_sent)
-    scan, op_next, ops_empty = _read_ops(state, OpScan(), state.op_offset, state.half_offset)
-    i = state.half_offset
-    while i < len(half):  # past the end: NO_NEW_MSG ends the walk
-        entry = half[i]
-        remove = dict(scan.remove)
-        decision = check_decision(
-            now=now_ms,
-            pass_start=start,
-            born=entry.born,
-            stored=entry.stored,
-            in_remove_map=i in remove,
-            check_times=entry.check_times,
-            immunity_seconds=cfg.immunity[entry.msg],
-            prepared_offset=entry.prepared_offset,
-            prepared_in_remove_map=entry.prepared_offset in remove,
-            ops_empty=ops_empty,
-            # Every op was born before this atomic pass began, so any such value gives the same decision.
-            last_op_born=start,
-            check_max=cfg.check_max,
-            transaction_timeout=cfg.timeout_ms,
-        )
-        if decision in STOPS:
-            break
-        if decision is CheckDecision.FETCH_MORE_OPS:
-            was_empty, op_before = ops_empty, op_next
-            scan, op_next, ops_empty = _read_ops(state, scan, op_next, state.half_offset)
-            if was_empty and ops_empty and op_next == op_before:
-                # Nothing new to read: RocketMQ spins on this offset until the clock moves on.
-                now_ms += 1
-            continue
-        if decision is CheckDecision.SKIP_DONE:
-            scan = _take_done(scan, i, cfg.profile.at_least("4.6.0"))
-        elif decision is CheckDecision.IMMUNITY_DONE:
-            assert entry.prepared_offset is not None
-            scan = _take_done(scan, entry.prepared_offset, True)
-        elif decision is CheckDecision.DISCARD:
-            discarded.append(i)
-        else:
-            # CHECK or IMMUNITY_PUT_BACK (RETRY needs a failing store, which the model does not have).
-            prepared = entry.prepared_offset
-            if decision is CheckDecision.IMMUNITY_PUT_BACK and prepared is None:
-                prepared = i
-            half.append(attrs.evolve(
-                entry, stored=now_ms, check_times=next_check_times(entry.check_times, cfg.check_max),
-                prepared_offset=prepared,
-            ))
-            if decision is CheckDecision.CHECK:
-                if not cfg.stale_checks:
-                    checks = [c for c in checks if c.msg != entry.msg]
-                checks.append(CheckRequest(entry.msg, len(half) - 1))
-                checks_sent[entry.msg] += 1
-        i += 1
-    return attrs.evolve(
-        state,
-        half=tuple(half),
-        discarded=tuple(discarded),
-        checks=tuple(sorted(checks)),
-        checks_sent=tuple(checks_sent),
-        half_offset=i,
-        op_offset=advance_op_offset(state.op_offset, scan.done),
-    )
+def _leaves(state: TxnState, action: ProducerLeaves) -> TxnState:
+    """The producer's channel leaves the table: no check goes to it, and checks in flight to it are lost (TXN-19)."""
+    return attrs.evolve(state, live=state.live - {action.producer})
 
 
-@CLAUSES.oracle(
-    "TXN-2", "TXN-4", "TXN-8", "TXN-9", "TXN-10", "TXN-11", "TXN-13", "TXN-14", "TXN-17", "TXN-19", "TXN-20",
-    "TXN-21",
-)
-def step(state: TxnState, action: Action) -> TxnState:
-    """The state after ``action`` (enabled in ``state``).
-
-    Sending stores the rewritten half message (TXN-2); the sender's END_TRANSACTION names the original entry
-    (TXN-4); delivery applies :func:`end_transaction`, storing the restored real message (TXN-8) and the op
-    (TXN-9, TXN-10), with no memory of earlier resolutions (TXN-11); a pass reads op batches (TXN-13), walks
-    the half queue with :func:`check_decision` (TXN-14, TXN-17, TXN-19) and commits both offsets (TXN-20);
-    the producer answers a check about the copy it names (TXN-21).
-    """
-    require_enabled(enabled, state, action, Action)
-    match action:
-        case SendHalf(msg=m):
-            rewrite = half_message_rewrite(REAL_TOPIC, m, TRANSACTION_PREPARED_TYPE)
-            now_ms = state.now * TICK_MS + EVENT_OFFSET_MS
-            entry = HalfEntry(
-                m, now_ms, now_ms, None, None, rewrite.real_topic, rewrite.real_queue_id, rewrite.sys_flag
-            )
-            return attrs.evolve(state, half=(*state.half, entry), phase=_set(state.phase, m, Phase.EXECUTING))
-        case LocalTransactionEnds(msg=m, state=s):
-            kind = first_end_transaction_type(SendStatus.SEND_OK, s)
-            local = None if s is TransactionState.UNKNOW else s
-            state = attrs.evolve(state, phase=_set(state.phase, m, Phase.RETURNED), local=_set(state.local, m, local))
-            if kind == TRANSACTION_NOT_TYPE:
-                # The broker ignores UNKNOW (TXN-6): sending it or not leaves the same state.
-                return state
-            q = _entries_of(state, m)[0]
-            request = EndTxnRequest(PRODUCER_GROUP, kind, q, q, False)
-            return attrs.evolve(state, requests=tuple(sorted((*state.requests, request))))
-        case LocalDecides(msg=m, state=s):
-            return attrs.evolve(state, local=_set(state.local, m, s))
-        case Tick():
-            return _check_pass(attrs.evolve(state, now=state.now + 1))
-        case ProducerAnswers(check=c, twice=twice):
-            state = attrs.evolve(state, checks=_remove_one(state.checks, c))
-            answer = check_answer(state.local[c.msg] or TransactionState.UNKNOW)
-            if answer not in (TRANSACTION_COMMIT_TYPE, TRANSACTION_ROLLBACK_TYPE):
-                return state
-            return _deliver_maybe_twice(state, EndTxnRequest(PRODUCER_GROUP, answer, c.entry, c.entry, True), twice)
-        case EndTransactionDelivered(request=r, twice=twice):
-            return _deliver_maybe_twice(attrs.evolve(state, requests=_remove_one(state.requests, r)), r, twice)
-        case ForgedEndTransaction(entry=q):
-            request = EndTxnRequest(FOREIGN_GROUP, TRANSACTION_COMMIT_TYPE, q, q, False)
-            return attrs.evolve(
-                state, requests=tuple(sorted((*state.requests, request))), forged_left=state.forged_left - 1
-            )
-    raise ValueError(f"unknown action {action!r}")
+def _receives(state: TxnState, action: ConsumerReceives) -> TxnState:
+    """The consumer gets a message a COMMIT stored in the real topic: nothing else is consumable (TXN-3, TXN-22)."""
+    return attrs.evolve(state, consumed=state.consumed | {action.index})
 
 
-def candidate_actions(state: TxnState) -> Iterable[Action]:
-    """Every action that may be enabled in ``state``."""
+# ---------------------------------------------------------------------------------------------------------------
+# Candidates: the actions worth trying under a model's bounds.
+
+
+@attrs.frozen
+class Bounds:
+    """What a model tries. Environment actions (sends, answers, deliveries, forgeries, registrations) happen at
+    ``event_offset_ms`` into an interval of ``tick_ms`` (the explorer's phase; 0: at the pass times too) and sends
+    only until ``send_window_ms``; time ends at ``end_ms``. ``lose``: END_TRANSACTIONs may be lost; ``churn``:
+    producers may leave and register again; ``consume``: the consumer's receipts are explored; ``hurry``: a check's
+    answer and a duplicated request are delivered (or lost) before anything else (see ``_urgent``)."""
+
+    tick_ms: int = TICK_MS
+    event_offset_ms: int = EVENT_OFFSET_MS
+    send_window_ms: int = TICK_MS + EVENT_OFFSET_MS
+    end_ms: int = 4 * TICK_MS + EVENT_OFFSET_MS
+    lose: bool = False
+    churn: bool = False
+    consume: bool = False
+    hurry: bool = True
+
+
+def _urgent(state: TxnState, bounds: Bounds) -> tuple[EndTxnRequest, ...]:
+    """Under ``bounds.hurry``, the requests the explorer delivers (or loses) before anything else happens: a check's
+    answer and a duplicated request's copies (the races they take part in are those of the check, or of the one
+    request, being late)."""
+    if not bounds.hurry or not state.requests:
+        return ()
+    return tuple(r for r in sorted(set(state.requests)) if r.from_check or state.requests.count(r) > 1)
+
+
+def _event_time(state: TxnState, bounds: Bounds) -> bool:
+    return ((state.now - state.cfg.start_ms) % bounds.tick_ms == bounds.event_offset_ms and state.now <= bounds.end_ms
+            and not _urgent(state, bounds))
+
+
+def _send_candidates(state: TxnState, bounds: Bounds) -> Iterator[SendHalf]:
+    if not _event_time(state, bounds) or state.now > bounds.send_window_ms:
+        return
     for m in range(state.cfg.messages):
-        yield SendHalf(m)
-        for s in TransactionState:
-            yield LocalTransactionEnds(m, s)
-        yield LocalDecides(m, TransactionState.COMMIT_MESSAGE)
-        yield LocalDecides(m, TransactionState.ROLLBACK_MESSAGE)
-    yield Tick()
-    for c in sorted(set(state.checks)):
-        yield ProducerAnswers(c)
-        yield ProducerAnswers(c, twice=True)
-    for r in sorted(set(state.requests)):
-        yield EndTransactionDelivered(r)
-        yield EndTransactionDelivered(r, twice=True)
-    for q in range(len(state.half)):
-        yield ForgedEndTransaction(q)
+        if state.phase[m] == Phase.IDLE:
+            for p in range(len(state.cfg.producers)):
+                yield SendHalf(m, p, immunity=state.cfg.immunity[m] if m < len(state.cfg.immunity) else None)
+            return
+
+
+def _local_ends_candidates(state: TxnState, bounds: Bounds) -> Iterator[LocalTransactionEnds]:
+    if _event_time(state, bounds):
+        for m, phase in enumerate(state.phase):
+            if phase == Phase.EXECUTING:
+                for s in TransactionState:
+                    yield LocalTransactionEnds(m, s)
+
+
+def _local_decides_candidates(state: TxnState, bounds: Bounds) -> Iterator[LocalDecides]:
+    if _event_time(state, bounds):
+        for m in range(state.cfg.messages):
+            yield LocalDecides(m, TransactionState.COMMIT_MESSAGE)
+            yield LocalDecides(m, TransactionState.ROLLBACK_MESSAGE)
+
+
+def _time_candidates(state: TxnState, bounds: Bounds) -> Iterator[TimePasses]:
+    if _urgent(state, bounds):
+        return
+    limit = state.next_pass if state.walk is None else state.walk.wake
+    to_event = (bounds.event_offset_ms - (state.now - state.cfg.start_ms)) % bounds.tick_ms
+    target = min(limit, state.now + (to_event or bounds.tick_ms))
+    if target <= bounds.end_ms:
+        yield TimePasses(target - state.now)
+
+
+def _pass_candidates(state: TxnState, bounds: Bounds) -> Iterator[CheckPass]:
+    if not walk_due(state) or state.now > bounds.end_ms or _urgent(state, bounds):
+        return
+    checks = pending_walk(state).checks
+    choices: list[list[int | None]] = [[*live_of(state, group)] or [None] for _m, _e, group in checks]
+    for targets in product(*choices):
+        yield CheckPass(tuple(targets))
+
+
+def _answers_candidates(state: TxnState, bounds: Bounds) -> Iterator[ProducerAnswers]:
+    if _event_time(state, bounds):
+        for c in sorted(set(state.checks)):
+            yield ProducerAnswers(c, state.local[c.msg] or TransactionState.UNKNOW)
+
+
+def _lost_check_candidates(state: TxnState, bounds: Bounds) -> Iterator[CheckLost]:
+    if _event_time(state, bounds):
+        yield from (CheckLost(c) for c in sorted(set(state.checks)))
+
+
+def _delivered_candidates(state: TxnState, bounds: Bounds) -> Iterator[EndTransactionDelivered]:
+    urgent = _urgent(state, bounds)
+    if urgent or _event_time(state, bounds):
+        yield from (EndTransactionDelivered(r) for r in urgent or sorted(set(state.requests)))
+
+
+def _lost_candidates(state: TxnState, bounds: Bounds) -> Iterator[EndTransactionLost]:
+    urgent = _urgent(state, bounds)
+    if bounds.lose and (urgent or _event_time(state, bounds)):
+        yield from (EndTransactionLost(r) for r in urgent or sorted(set(state.requests)))
+
+
+def _duplicated_candidates(state: TxnState, bounds: Bounds) -> Iterator[EndTransactionDuplicated]:
+    if _event_time(state, bounds):
+        yield from (EndTransactionDuplicated(r) for r in sorted(set(state.requests)) if r.commit_or_rollback)
+
+
+def _forged_candidates(state: TxnState, bounds: Bounds) -> Iterator[ForgedEndTransaction]:
+    if state.forged_left and _event_time(state, bounds):
+        yield from (ForgedEndTransaction(q) for q in range(len(state.half)))
+
+
+def _registers_candidates(state: TxnState, bounds: Bounds) -> Iterator[ProducerRegisters]:
+    if bounds.churn and _event_time(state, bounds):
+        yield from (ProducerRegisters(p) for p in range(len(state.cfg.producers)))
+
+
+def _leaves_candidates(state: TxnState, bounds: Bounds) -> Iterator[ProducerLeaves]:
+    if bounds.churn and _event_time(state, bounds):
+        yield from (ProducerLeaves(p) for p in sorted(state.live))
+
+
+def _receives_candidates(state: TxnState, bounds: Bounds) -> Iterator[ConsumerReceives]:
+    if bounds.consume and _event_time(state, bounds):
+        yield from (ConsumerReceives(i) for i in range(len(state.real)))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The machine.
+
+TRANSITIONS: TransitionTable[TxnState, Action, Bounds] = TransitionTable("transaction_check", CLAUSES, (
+    Transition(SendHalf, _send_enabled, _send, _send_candidates, ("TXN-2",)),
+    Transition(LocalTransactionEnds, _local_ends_enabled, _local_ends, _local_ends_candidates, ("TXN-4",)),
+    Transition(LocalDecides, _local_decides_enabled, _local_decides, _local_decides_candidates, ("TXN-21",)),
+    Transition(TimePasses, _time_enabled, _time, _time_candidates, ("TXN-12", "TXN-26")),
+    Transition(CheckPass, _pass_enabled, _pass, _pass_candidates,
+               ("TXN-12", "TXN-13", "TXN-14", "TXN-15", "TXN-16", "TXN-17", "TXN-18", "TXN-19", "TXN-20",
+                "TXN-23", "TXN-26"), label="check pass"),
+    Transition(ProducerAnswers, _answers_enabled, _answers, _answers_candidates, ("TXN-21",)),
+    Transition(CheckLost, _lost_check_enabled, _check_lost, _lost_check_candidates, ("TXN-19",)),
+    Transition(EndTransactionDelivered, _in_flight, _delivered, _delivered_candidates,
+               ("TXN-6", "TXN-7", "TXN-8", "TXN-9", "TXN-10", "TXN-11")),
+    Transition(EndTransactionLost, _in_flight, _lost, _lost_candidates, ("TXN-11", "TXN-19")),
+    Transition(EndTransactionDuplicated, _duplicated_enabled, _duplicated, _duplicated_candidates, ("TXN-11",)),
+    Transition(ForgedEndTransaction, _forged_enabled, _forged, _forged_candidates, ("TXN-6", "TXN-7", "TXN-11")),
+    Transition(ProducerRegisters, _registers_enabled, _registers, _registers_candidates, ("TXN-19",)),
+    Transition(ProducerLeaves, _leaves_enabled, _leaves, _leaves_candidates, ("TXN-19",)),
+    Transition(ConsumerReceives, _receives_enabled, _receives, _receives_candidates, ("TXN-3", "TXN-22")),
+))
+
+#: Whether an action can happen in a state (its transition's guard).
+enabled = TRANSITIONS.enabled
+#: The state after an enabled action (its transition's effect).
+step = TRANSITIONS.step
+
+
+def candidate_actions(state: TxnState, bounds: Bounds | None = None) -> Iterator[Action]:
+    """Every action worth trying in ``state`` under ``bounds`` (default: the explorer's)."""
+    return TRANSITIONS.candidates(state, bounds if bounds is not None else Bounds())

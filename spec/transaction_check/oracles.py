@@ -540,3 +540,22 @@ def advance_op_offset(op_offset: int, done: tuple[int, ...]) -> int:
             break
         new_offset += 1
     return new_offset
+
+
+@CLAUSES.oracle("TXN-26")
+def walk_resumes_at(born: int, immunity_ms: int, pass_start: int) -> int:
+    """When a walk waiting for more op messages at a half message born at ``born`` goes on, unless a new op message
+    arrives first (TXN-26).
+
+    Java's check thread re-reads the op queue in a busy loop. Until a new op message is there, nothing it reads
+    changes, so only the clock can end the wait: the message growing older than ``immunity_ms`` (the check then
+    becomes due) or the pass running more than ``TRANSACTION_MAX_PROCESS_TIME_MS`` since ``pass_start`` (the walk
+    stops). The walk goes on at the first millisecond either holds.
+
+    pre: 0 <= pass_start <= 10 ** 13
+    pre: -10 ** 13 <= born <= 10 ** 13
+    pre: 0 <= immunity_ms <= 10 ** 9
+    post: __return__ - born > immunity_ms or __return__ - pass_start > TRANSACTION_MAX_PROCESS_TIME_MS
+    post: __return__ - 1 - born <= immunity_ms and __return__ - 1 - pass_start <= TRANSACTION_MAX_PROCESS_TIME_MS
+    """
+    return min(born + immunity_ms + 1, pass_start + TRANSACTION_MAX_PROCESS_TIME_MS + 1)
