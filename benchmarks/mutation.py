@@ -161,8 +161,9 @@ def copy_env(copy: Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------------- the test map
 
 
-def build_map(copy: Path, out: Path, commit: str) -> dict[str, Any]:
-    """Run the suite under coverage with per-test contexts; ``{"lines": {path: {line: [test]}}, "times": ...}``."""
+def build_map(copy: Path, out: Path, commit: str, marker: str | None = None) -> dict[str, Any]:
+    """Run the suite (only the tests marked ``marker``, when given) under coverage with per-test contexts;
+    ``{"lines": {path: {line: [test]}}, "times": ...}``."""
     times = copy / "times.jsonl"
     times.unlink(missing_ok=True)
     env = copy_env(copy) | {"MUTATION_TIMES": str(times)}
@@ -171,7 +172,8 @@ def build_map(copy: Path, out: Path, commit: str) -> dict[str, Any]:
     sources = "".join(f"\n    {copy / name}" for name in ("refimpl", "traces", "spec", "conformance"))
     rc_file.write_text(f"[run]\nsource ={sources}\n")
     cmd = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "mutation_timing", "--cov",
-           f"--cov-config={rc_file}", "--cov-context=test", "--cov-report=", "-W", "ignore"]
+           f"--cov-config={rc_file}", "--cov-context=test", "--cov-report=", "-W", "ignore",
+           *(("-m", marker) if marker else ())]
     print(f"mapping the suite under coverage in {copy} ...", file=sys.stderr)
     started = time.monotonic()
     done = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
@@ -291,12 +293,16 @@ def coverage_by_area(test_map: dict[str, Any], machine_ids: frozenset[str] = fro
             per_line = test_map["lines"].get(path, {})
             imported = set(test_map.get("imported", {}).get(path, ()))
             total += len(lines)
+            runs_of = {line: [t for t in per_line.get(str(line), ()) if not machine_ids or t in machine_ids]
+                       for line in lines}
+            # A line run at import (a def, a class body, a constant) is run for every machine: each one's test
+            # imports the reference implementation, and coverage counts those lines for a machine run alone.
+            own_uses = system_uses = bool(imported)
             for line in lines:
-                tests = per_line.get(str(line), ())
-                runs = [t for t in tests if t in machine_ids] if machine_ids else list(tests)
+                tests, runs = per_line.get(str(line), ()), runs_of[line]
                 suite += bool(tests) or line in imported
-                own += any(t.startswith(own_prefix) for t in runs) or (bool(runs) and line in imported)
-                system += any(t.startswith(system_prefix) for t in runs) or (bool(runs) and line in imported)
+                own += any(t.startswith(own_prefix) for t in runs) or (own_uses and line in imported)
+                system += any(t.startswith(system_prefix) for t in runs) or (system_uses and line in imported)
         out.append(f"| {area} | {total} | {share(suite, total)} | {machine}: {share(own, total)} | "
                    f"{share(system, total)} |")
     return "\n".join(out) + "\n"
@@ -554,8 +560,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = git_commit(args.commit)
     for copy in copies:
         make_copy(copy, head)
-    map_file = args.map_file or args.work / f"map-{head[:12]}.json"
-    test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head)
+    # --machines needs the machines' lines only: their own map, made in a fraction of the whole suite's time.
+    marker = MACHINE_MARKER if args.machines else None
+    map_file = args.map_file or args.work / f"map-{head[:12]}{'-machines' if marker else ''}.json"
+    test_map = json.loads(map_file.read_text()) if map_file.exists() else build_map(copies[0], map_file, head,
+                                                                                   marker)
     test_map["also"] = list(args.also)
     test_map["machines"] = args.machines
     earlier: list[dict[str, Any]] = []

@@ -81,6 +81,11 @@ UNREACHED_REASONS: dict[str, str] = {
     "SEND-25": "namespace wrapping is a pure name mapping inside the client; the driver contract has no variable for "
                "ClientConfig.namespace, so nothing of it reaches the wire",
     "SEND-26": "a namespaced producer needs ClientConfig.namespace set; the driver contract has no variable for it",
+    "SEND-27": "a send to a queue the application chooses (send(msg, mq) or a MessageQueueSelector) needs a driver "
+               "told which queue or selector to use; the driver contract sends to the topic only",
+    "SEND-28": "SelectMessageQueueByHash is chosen by the application's code; the driver contract has no variable for "
+               "a selector or its argument",
+    "SEND-29": "a batch (MessageBatch) is the application's choice; the driver contract sends single messages only",
     "SEND-8": "an ASYNC retry follows only a failure whose first request never reaches the wire (connection "
               "refused): 4.9.8 reports a broker-closed connection only at sendMsgTimeout, when the spent budget "
               "refuses the retry; the queue id the retry must reuse comes from an async thread's random counter",

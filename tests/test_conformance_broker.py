@@ -82,11 +82,15 @@ def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
         yield SuiteRun(code, buffer.getvalue(), folder)
 
 
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
 def test_every_must_case_passes_on_serve(served_run: SuiteRun) -> None:
     assert served_run.exit_code == 0, failures(served_run) + "\n" + served_run.output[-4000:]
     assert len(served_run.document["cases"]) == len(BROKER_CASES)
 
 
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
 def test_console_prints_the_coverage_line_and_every_unreached_clause(served_run: SuiteRun) -> None:
     lines = served_run.output.splitlines()
     coverage = [line for line in lines if "broker-side clauses covered" in line]
@@ -98,6 +102,8 @@ def test_console_prints_the_coverage_line_and_every_unreached_clause(served_run:
     assert lines[-2].startswith("PASS") or lines[-1].startswith("HTML report")
 
 
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
 def test_json_report_has_every_field_per_case(served_run: SuiteRun) -> None:
     document = served_run.document
     assert set(document) >= {"suite", "target", "ok", "summary", "settings", "coverage", "cases"}
@@ -108,6 +114,8 @@ def test_json_report_has_every_field_per_case(served_run: SuiteRun) -> None:
             assert case["frames"], f"{case['id']} exchanged no frame"
 
 
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
 def test_junit_report_is_valid_and_counts_match(served_run: SuiteRun) -> None:
     root = ET.parse(served_run.folder / "junit.xml").getroot()
     cases = root.findall(".//testcase")
@@ -141,6 +149,9 @@ def chromium() -> str:
     return found
 
 
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
+@pytest.mark.xdist_group("conformance-serve")
 def test_html_report_renders_in_a_headless_browser(served_run: SuiteRun, tmp_path: Path) -> None:
     browser = chromium()
     page = served_run.folder / "html" / "index.html"

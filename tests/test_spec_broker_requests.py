@@ -447,6 +447,7 @@ def test_index_time(first: int, later: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ state machine
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore() -> None:
     result = explore(br.model())
     assert result.complete and not result.violations

@@ -627,6 +627,7 @@ def due(state: cr.RetryState) -> cr.RetryState:
     return state
 
 
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore_default_model() -> None:
     started = time.monotonic()
     result = explore(cr.model())
@@ -833,7 +834,7 @@ def test_explore_other_bounds(max_times: int, faults: int) -> None:
 def caught(mod: object, *clauses: str) -> set[str]:
     # Some broken rules make the chain endless (the clock keeps moving): the walk is cut short, but breadth
     # first it meets the shortest counterexamples long before.
-    result = explore(mod.model(), max_states=20_000)  # type: ignore[attr-defined]
+    result = explore(mod.model(), max_states=6_000)  # type: ignore[attr-defined]
     assert not result.ok
     failed = result.failed_clauses()
     for clause in clauses:
@@ -873,7 +874,7 @@ def test_mutant_fallback_not_incremented() -> None:
 
 def test_mutant_clamping_missing() -> None:
     mod = mutant(cr, "    if level > max_level:\n        return max_level\n", "")
-    result = explore(mod.model(), max_states=20_000)
+    result = explore(mod.model(), max_states=6_000)
     assert STEP_RAISED in {v.invariant for v in result.violations}
     assert "IndexError" in next(v.error for v in result.violations if v.invariant == STEP_RAISED)
     assert "RETRY-2" in result.failed_clauses()

@@ -273,6 +273,7 @@ def test_keeps_agree_with_the_tag_oracles(expression: str, tags: str | None) -> 
 
 
 # ------------------------------------------------------------------------------------------------ state machine
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore() -> None:
     result = explore(mf.model())
     assert result.complete and not result.violations

@@ -163,6 +163,7 @@ def test_registration_overdue(since: int, grace: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ state machine
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore() -> None:
     result = explore(ns.model())
     assert result.complete and not result.violations

@@ -260,6 +260,7 @@ def test_random_walks_keep_every_invariant(choices: list[int], variant: int) -> 
 # --- Exhaustive exploration --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore_default_model() -> None:
     started = time.perf_counter()
     result = explore(oc.model())

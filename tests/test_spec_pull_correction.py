@@ -830,6 +830,7 @@ def test_mutant_seek_keeps_the_cache() -> None:
     assert "PULL-36" in _failed(mod, lite=True)
 
 
+@pytest.mark.slow  # CrossHair on a broken copy: seconds each
 def test_crosshair_mutant_slave_keeps_offset_moved() -> None:
     mod = mutant(pc, "        if is_slave and not offset_check_in_slave:\n            return BrokerAnswer(",
                  "        if False:\n            return BrokerAnswer(")
@@ -837,6 +838,7 @@ def test_crosshair_mutant_slave_keeps_offset_moved() -> None:
     assert any(r.failed for r in run.results), run.stderr
 
 
+@pytest.mark.slow  # CrossHair on a broken copy: seconds each
 def test_crosshair_mutant_increase_only_fix() -> None:
     mod = mutant(pc, "drop=True, fix=OffsetUpdate(next_begin_offset, False)",
                  "drop=True, fix=OffsetUpdate(next_begin_offset, True)")
@@ -844,6 +846,7 @@ def test_crosshair_mutant_increase_only_fix() -> None:
     assert any(r.failed for r in run.results), run.stderr
 
 
+@pytest.mark.slow  # CrossHair on a broken copy: seconds each
 def test_crosshair_mutant_master_does_not_correct() -> None:
     mod = mutant(pc, "    if not is_slave or offset_check_in_slave:\n        return new_offset\n    return old_offset",
                  "    if is_slave and offset_check_in_slave:\n        return new_offset\n    return old_offset")
@@ -851,6 +854,7 @@ def test_crosshair_mutant_master_does_not_correct() -> None:
     assert any(r.failed for r in run.results), run.stderr
 
 
+@pytest.mark.slow  # CrossHair on a broken copy: seconds each
 def test_crosshair_mutant_search_past_the_last_answers_the_max() -> None:
     mod = mutant(pc, "    if right_time == -1:\n        return left",
                  "    if right_time == -1:\n        return left + 1")

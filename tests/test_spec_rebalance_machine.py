@@ -39,6 +39,7 @@ def explored(*groups: reb.Setup, invariants: tuple[Invariant, ...] | None = None
 # ---------------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_default_model_explores_clean() -> None:
     result = explored()  # its speed is a benchmark's business (docs/benchmarks.md), never a test's
     assert result.ok, "\n".join(v.describe() for v in result.violations)

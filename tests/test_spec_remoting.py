@@ -150,7 +150,7 @@ def test_the_connection_machine_explores_clean() -> None:
     # (WIRE-14..17) are oracles CrossHair checks.
     assert set(result.clauses) == set(wire.CLAUSES.ids) - {"WIRE-1", "WIRE-2", "WIRE-3", "WIRE-6", "WIRE-9",
                                                            "WIRE-10", "WIRE-11", "WIRE-13", "WIRE-14", "WIRE-15",
-                                                           "WIRE-16", "WIRE-17"}
+                                                           "WIRE-16", "WIRE-17", "WIRE-19"}
 
 
 def test_step_and_enabled_replay_a_timeout() -> None:
@@ -319,3 +319,20 @@ def test_crosshair_catches_a_broken_socket_server_oracle(old: str, new: str, fun
     mod = mutant(wire, old, new)
     run = crosshair_mutant(mod, function, per_condition_timeout=4)
     assert any(r.failed for r in run.results), run.stderr
+
+
+def test_a_message_id_is_read_as_4_9_8_reads_it() -> None:
+    """WIRE-19: decodeMessageId's reading of a message id, the inverse of createMessageId (WIRE-13), and its
+    failures as 4.9.8 throws them."""
+    msg_id = wire.offset_message_id(bytes([127, 0, 0, 1]), 10911, 4242)
+    assert wire.message_id_offset(msg_id) == 4242
+    assert wire.message_id_offset(msg_id.lower()) == 4242
+    v6 = wire.offset_message_id(bytes(15) + b"\x01", 10911, 7)
+    assert wire.message_id_offset(v6) == 7
+    assert wire.message_id_offset("") == wire.Refused("java.lang.NullPointerException")
+    assert wire.message_id_offset("7F00") == wire.Refused("java.nio.BufferUnderflowException")
+    assert wire.message_id_offset("7F0000010000277B") == wire.Refused("java.nio.BufferUnderflowException")
+    assert wire.message_id_offset("7F000001FFFFFFFF0000000000000000") == wire.Refused(
+        "java.lang.IllegalArgumentException: port out of range:-1")
+    # Characters that are not hex digits are -1: "zz" is the byte 0xFF.
+    assert wire.message_id_offset("zz" * 16) == wire.Refused("java.lang.IllegalArgumentException: port out of range:-1")

@@ -588,6 +588,7 @@ def test_selections_are_the_selector_outcomes() -> None:
 # Exploration.
 
 
+@pytest.mark.slow  # the default model: `spec check` explores it (test_cli.test_full_check_passes)
 def test_explore_default_model() -> None:
     result = explore(sr.model())
     assert result.ok, "\n".join(v.describe() for v in result.violations)
@@ -787,3 +788,96 @@ def test_the_checks_see_the_wrapped_topic() -> None:
     long_topic = sr.MessageShape("a" * 124, 1)
     assert sr.refusal(attrs.evolve(state, message=long_topic, config=attrs.evolve(inside, namespace=None))) is None
     assert sr.refusal(attrs.evolve(state, message=long_topic)) is not None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Sends to a chosen queue (SEND-27), the hash selector (SEND-28), batches (SEND-29).
+
+
+def test_direct_send_refusal_examples() -> None:
+    assert sr.direct_send_refusal("T", "T", False, False, None) is None
+    assert sr.direct_send_refusal("T", "U", False, False, None) == (-1, sr.TOPIC_NOT_EQUAL)
+    assert sr.direct_send_refusal("T", "U", True, False, None) is None  # a selector's queue is not compared
+    assert sr.direct_send_refusal("T", None, True, False, None) == (-1, sr.SELECTOR_NULL)
+    assert sr.direct_send_refusal("T", None, True, False, "ns") == (-1, sr.SELECTOR_THREW)  # queueWithNamespace(null)
+    assert sr.direct_send_refusal("T", None, True, False, "") == (-1, sr.SELECTOR_NULL)
+    assert sr.direct_send_refusal("T", "T", True, True, None) == (-1, sr.SELECTOR_THREW)
+
+
+@given(st.integers(1, 64), java_ints)
+def test_hash_selection_property(count: int, hash_code: int) -> None:
+    position = sr.hash_selection(count, hash_code)
+    assert 0 <= position < count
+    assert position == abs(int(hash_code / count) * count - hash_code)
+
+
+def test_hash_selection_examples() -> None:
+    assert sr.hash_selection(4, 7) == 3
+    assert sr.hash_selection(4, -7) == 3  # Java: -7 % 4 == -3
+    assert sr.hash_selection(3, INT_MIN) == 2
+
+
+def test_batch_refusal_examples() -> None:
+    ok = sr.BatchEntry(TOPIC, 3, 10)
+    failed = (-1, sr.BATCH_FAILED)
+    assert sr.batch_refusal((ok, ok), 100) is None
+    assert sr.batch_refusal((), 100) == failed
+    assert sr.batch_refusal((ok, attrs.evolve(ok, delay_level=1)), 100) == failed
+    assert sr.batch_refusal((attrs.evolve(ok, topic="%RETRY%G"),), 100) == failed
+    assert sr.batch_refusal((ok, attrs.evolve(ok, topic="Other")), 100) == failed
+    assert sr.batch_refusal((ok, attrs.evolve(ok, wait_store_msg_ok=False)), 100) == failed
+    assert sr.batch_refusal((ok, attrs.evolve(ok, body_len=0)), 100) == failed
+    assert sr.batch_refusal((attrs.evolve(ok, topic="a b"),), 100) == failed
+    assert sr.batch_body_len((ok, ok)) == 2 * (20 + 3 + 2 + 10)
+
+
+def test_batch_is_checked_as_one_message_of_its_encoded_body() -> None:
+    """SEND-29: a batch the MessageBatch accepts is checked again (SEND-24) by its encoded length."""
+    entries = (sr.BatchEntry(TOPIC, 3, 10), sr.BatchEntry(TOPIC, 3, 10))
+    state = attrs.evolve(_state(SYNC), message=sr.MessageShape(TOPIC, None, entries))
+    assert sr.refusal(state) is None
+    small = attrs.evolve(state, config=attrs.evolve(state.config, max_message_size=64))
+    assert sr.refusal(small) == (int(ResponseCode.MESSAGE_ILLEGAL), "the message body size over max value, MAX: 64")
+
+
+def _state(mode: CommunicationMode, target: sr.Target | None = None, fault: bool = True) -> sr.SendState:
+    return sr.SendState(sr.Config(mode, fault, queue_datas=ROUTE), QUEUES, (), 0, 0, target=target)
+
+
+def test_send_to_a_queue_makes_one_attempt_and_records_nothing() -> None:
+    """SEND-27: SYNC to a chosen queue: one attempt there, its failure as is, no fault item, counters untouched."""
+    state = _state(SYNC, sr.Target(B1))
+    assert sr.selections(state) == frozenset({sr.Selection(B1, 0, 0, QUEUES, ())})
+    state = sr.step(state, sr.SelectQueue(B1))
+    assert state.counter == 0 and state.limit == 1
+    failed = sr.step(state, sr.AttemptFailed(10, sr.Failure.REMOTING))
+    assert failed.outcome == sr.Outcome(sr.OutcomeKind.FAILED, failure=sr.Failure.REMOTING) and failed.faults == ()
+    error = sr.step(state, sr.BrokerErrorResponse(10, int(ResponseCode.SYSTEM_ERROR)))
+    assert error.outcome.failure is sr.Failure.BROKER and not error.outcome.exhausted
+    not_ok = sr.step(attrs.evolve(state, config=attrs.evolve(state.config, retry_another=True)),
+                     sr.AttemptAnswered(10, SendStatus.FLUSH_DISK_TIMEOUT))
+    assert not_ok.outcome.status is SendStatus.FLUSH_DISK_TIMEOUT
+
+
+def test_async_send_to_a_queue_retries_on_its_broker() -> None:
+    """SEND-27: ASYNC to a chosen queue: the callback retries on the same queue, no dispatch recorded."""
+    state = sr.step(_state(ASYNC, sr.Target(A1)), sr.SelectQueue(A1))
+    assert state.faults == ()
+    state = sr.step(state, sr.AttemptFailed(10, sr.Failure.REMOTING))
+    assert not state.done and sr.selections(state) == frozenset({sr.Selection(A1, 0, 0, QUEUES, state.faults)})
+    assert state.faults  # the callback's failure is recorded (sendMessageAsync)
+
+
+def test_send_to_a_queue_refusals_and_no_route() -> None:
+    other = MessageQueue("Other", A, 0)
+    shape = sr.MessageShape(TOPIC, 3)
+    state = attrs.evolve(_state(SYNC, sr.Target(other)), message=shape)
+    assert sr.refusal(state) == (-1, sr.TOPIC_NOT_EQUAL)
+    assert sr.enabled(state, sr.MessageRefused())
+    # send(msg, mq) looks no route up; a selector's send does.
+    no_route = attrs.evolve(_state(SYNC, sr.Target(A0)), queues=())
+    assert not sr.enabled(no_route, sr.NoRoute()) and sr.enabled(no_route, sr.SelectQueue(A0))
+    selector = attrs.evolve(_state(SYNC, sr.Target(None, by_selector=True)), queues=())
+    assert sr.enabled(selector, sr.NoRoute()) and sr.refusal(selector) is None
+    null = _state(SYNC, sr.Target(None, by_selector=True))
+    assert sr.refusal(null) == (-1, sr.SELECTOR_NULL)

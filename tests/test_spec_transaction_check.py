@@ -615,6 +615,7 @@ def test_explore_variants(bounds: dict[str, object]) -> None:
     assert result.ok, "\n".join(v.describe() for v in result.violations)
 
 
+@pytest.mark.slow
 def test_immunity_message_whose_op_is_beyond_the_batch_is_checked_again() -> None:
     """A 4.9.8 gap, not a model race: the op is past the batch read, so the immunity copy is later checked."""
     result = explore(tc.model(messages=2, immunity=(None, 1), op_batch=1, max_time=5, duplicates=0))

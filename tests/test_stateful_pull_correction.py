@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
+from dimensions import TOPIC_PERMS
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 from lockstep import LockstepMachine, machine_test, variant_caught, variant_needs
@@ -50,6 +51,9 @@ from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.runtime import SIMULATED_EPOCH_MS, NotIdle
 from rocketspec.refimpl.store import flush as flush_module
 from rocketspec.refimpl.store import reading as store_reading
+from rocketspec.refimpl.store.commit_log import COMMITLOG_DIR
+from rocketspec.refimpl.store.consume_queue import _CQ_ENTRY as CQ_ENTRY
+from rocketspec.refimpl.store.consume_queue import CONSUME_QUEUE_DIR
 from rocketspec.spec import pull_correction as spec
 from rocketspec.spec.protocol import (
     CONSUME_TIMESTAMP_DEFAULT_LAG_MS,
@@ -81,6 +85,8 @@ CQ_FILE_ENTRIES = 4
 BODY = b"x" * 300  # about ten messages per commit-log segment
 WAITS = (1, 10, 500, 1_000, 5_000, 10_000, 20_000)
 WHERE = ("below_min", "min", "in_range", "max", "beyond_max", "zero")
+# What a crash may leave past the flushed bytes (PullCorrectionMachine._tear); None: nothing.
+TORN = (None, None, "partial", "crc", "prealloc", "cq_partial", "cq_dirty", "cq_zeros", "cq_stray")
 G = GetMessageStatus
 # consumeTimestamp values around the run's messages (stored from the simulated epoch on): before all of them, among
 # the first ones, past all of them; None is the default, half an hour before the consumer starts.
@@ -130,7 +136,10 @@ class PullCorrectionMachine(LockstepMachine):
     TABLE = spec.TRANSITIONS
     DIMENSIONS = ("consumer.pullBatchSize", "consumer.kind", "consumer.consumeFromWhere", "topic.queueNums",
                   "topic.perm", "broker.flushDiskType")
-    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {"consumer.consumeFromWhere": FROM_WHERE}
+    # A read-only or write-only topic leaves the consumer nothing to do: drawn one time in five each.
+    VALUES: ClassVar[dict[str, st.SearchStrategy[Any]]] = {
+        "consumer.consumeFromWhere": FROM_WHERE,
+        "topic.perm": st.sampled_from((TOPIC_PERMS[0],) * 3 + TOPIC_PERMS[1:])}
     DRIVEN = (spec.BrokerRestart, spec.ConsumerStarts, spec.ConsumerStops, spec.Poll, spec.Commit, spec.PauseQueue,
               spec.Suspend, spec.TimePasses)
     OBSERVED = (spec.Append, spec.DeleteCommitLog, spec.DeleteConsumeQueueFile, spec.CorrectMinOffset,
@@ -180,6 +189,13 @@ class PullCorrectionMachine(LockstepMachine):
         self.recorder.take()
         self.clock = cluster.now_ms()
         self.begin(spec.initial_state(cfg, running=False))
+        # Messages may be there before the consumer starts: tagged A, B, C in turn, over the writable queues.
+        writable = [q for q in range(cfg.topic_queues) if cfg.writable(q)]
+        for n in range(data.draw(st.sampled_from((0, 0, 3, 6, 9)), label="messages before the consumer starts")
+                       if writable else 0):
+            mq = self._mq(writable[n % len(writable)])
+            self.producer.send(Message(TOPIC, BODY, tags=TAGS[n % len(TAGS)]), queue=mq)
+        self._sync()
         self._start(True)
         self._sync()
 
@@ -679,17 +695,79 @@ class PullCorrectionMachine(LockstepMachine):
         self._sync()
 
     @precondition(lambda self: self._ready())
-    @rule(crash=st.booleans())
-    def restart_broker(self, crash: bool) -> None:
+    @rule(crash=st.booleans(), queue=st.integers(0, 5), just_sent=st.integers(0, 3), torn=st.sampled_from(TORN))
+    def restart_broker(self, crash: bool, queue: int, just_sent: int, torn: str | None) -> None:
         """The broker restarts from its store: held pulls and registrations are gone, the rest stays (PULL-38); or it
-        crashes (a power loss): what it had not flushed or persisted is gone too (PULL-42)."""
+        crashes (a power loss): what it had not flushed or persisted is gone too (PULL-42). ``just_sent`` messages
+        come right before it goes, before any periodic flush: with SYNC_FLUSH their commit-log records are on the
+        disk past the checkpoint, and recovery checks them and dispatches them again into the consume queue the
+        crash cut back; with ASYNC_FLUSH a crash loses them. A crash may leave torn writes past what was flushed
+        (``torn``, see ``_tear``): recovery cuts them, and the store is as the spec's crash leaves it."""
         assert self.cluster is not None
         self._settle()
         self._sync()
+        writable = [q for q in range(self.cfg.topic_queues) if self.cfg.writable(q)]
+        if just_sent and writable:
+            mq = self._mq(writable[queue % len(writable)])
+            for n in range(just_sent):
+                try:
+                    self.producer.send(Message(TOPIC, BODY, tags=TAGS[n % len(TAGS)]), queue=mq)
+                except MQClientError:
+                    continue
+            self._sync()
         self.drive(spec.BrokerRestart(crash))
-        broker = self.cluster.restart_broker(BROKER, crash=crash)
+        if crash and torn is not None:
+            self.cluster.stop_broker(BROKER, crash=True)
+            self._tear(torn, queue)
+            broker = self.cluster.start_broker(BROKER)
+        else:
+            broker = self.cluster.restart_broker(BROKER, crash=crash)
         self.recorder.watch_broker(broker)
         self._sync()
+
+    def _tear(self, torn: str, queue: int) -> None:
+        """What a power loss can leave on the disk past what was flushed (the stopped broker's disk): the start of a
+        commit-log record (``partial``), a whole record whose body did not all reach the disk (``crc``: its CRC
+        fails), part of a consume-queue entry (``cq_partial``), or a consume-queue entry whose commit-log record never
+        made it (``cq_dirty``: it points past the commit log's end); a file that grew but whose bytes did not reach
+        the disk: zeros (``prealloc``: the next commit-log segment, as the allocate service leaves it; ``cq_zeros``: a
+        consume-queue entry); a consume-queue file past a gap (``cq_stray``). Recovery (``recoverAbnormally``,
+        ConsumeQueue ``load``, ``recover`` and ``truncateDirtyLogicFiles``) drops all of them (PULL-44)."""
+        assert self.cluster is not None
+        disk = self.cluster._disks[BROKER]  # the crashed broker's disk, as the power loss left it
+        if torn in ("partial", "crc", "prealloc"):
+            segments = disk.list_files(COMMITLOG_DIR)
+            data = bytes(disk.view(segments[-1])) if segments else b""
+            if torn == "prealloc":
+                base = int(segments[-1][len(COMMITLOG_DIR):]) if segments else 0
+                disk.append(f"{COMMITLOG_DIR}{base + SEGMENT_BYTES if segments else 0:020d}", b"\x00" * 64)
+                return
+            size = int.from_bytes(data[:4], "big") if len(data) >= 4 else 0
+            if not 0 < size <= len(data):
+                return
+            record = bytearray(data[:size])
+            if torn == "partial":
+                disk.append(segments[-1], bytes(record[:size // 3]))
+            else:
+                record[size // 2] ^= 0x01
+                disk.append(segments[-1], bytes(record))
+            return
+        mq = self._mq(queue % self.cfg.topic_queues)
+        folder = f"{CONSUME_QUEUE_DIR}{mq.topic}/{mq.queue_id}/"
+        files = disk.list_files(folder)
+        if not files:
+            return
+        file_bytes = CQ_FILE_ENTRIES * CQ_ENTRY.size
+        last, length = files[-1], disk.size(files[-1])
+        if torn == "cq_partial":
+            disk.append(last, b"\x00" * 7)
+        elif torn == "cq_zeros" and length % CQ_ENTRY.size == 0 and length < file_bytes:
+            disk.append(last, bytes(CQ_ENTRY.size))  # the file grew, its data did not reach the disk
+        elif torn == "cq_stray":  # a file beyond one that is not there: not where the queue goes on
+            disk.append(f"{folder}{int(last[len(folder):]) + 2 * file_bytes:020d}", CQ_ENTRY.pack(0, len(BODY), 0))
+        elif torn == "cq_dirty" and length % CQ_ENTRY.size == 0:
+            path = last if length < file_bytes else f"{folder}{int(last[len(folder):]) + file_bytes:020d}"
+            disk.append(path, CQ_ENTRY.pack(10**12, len(BODY) + 150, 0))
 
     def _nothing_comes(self) -> bool:
         """No consume request can come without a new message: every live pull is held (or none is out)."""
@@ -702,6 +780,25 @@ class PullCorrectionMachine(LockstepMachine):
         """poll: an auto commit when due, then the oldest consume request; waiting ``wait`` ms for one when there is
         none (only where none can come, so that the poll returns nothing) (PULL-34)."""
         self._sync()
+        self._poll(wait)
+        self._sync()
+
+    @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
+    @rule(rounds=st.integers(1, 4))
+    def drain(self, rounds: int) -> None:
+        """The user's poll loop: poll without waiting while the consumer has consume requests, up to ``rounds``
+        times, time passing between two polls (PULL-34)."""
+        assert self.cluster is not None
+        for _ in range(rounds):
+            self._sync()
+            self._poll(0)
+            self._sync()
+            self.cluster.advance(WAITS[2])
+            self._sync()
+            if not self.state.cache:
+                return
+
+    def _poll(self, wait: int) -> None:
         if self.state.cache or not self._nothing_comes():
             wait = 0
         expected = spec.taken(self.state)
@@ -713,7 +810,6 @@ class PullCorrectionMachine(LockstepMachine):
             self.fail(f"PULL-34: poll returned {offsets}; the spec returns {want}")
         for q, offset in want:  # the implementation's are its ConsumeDeliver events
             self.spec_delivered.setdefault(q, []).append(offset)
-        self._sync()
 
     @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
     @rule(persist=st.booleans(), given=st.one_of(st.none(), st.lists(
@@ -770,9 +866,11 @@ class PullCorrectionMachine(LockstepMachine):
     @precondition(lambda self: self._ready() and self.state.running and self.cfg.lite)
     @rule(queue=st.integers(0, 5), where=st.sampled_from(WHERE), delta=st.integers(0, 3))
     def seek(self, queue: int, where: str, delta: int) -> None:
-        """seek: refused outside [min, max] or for a queue not assigned, else the queue restarts there (PULL-36)."""
+        """seek: refused outside [min, max] or for a queue not assigned, else the queue restarts there (PULL-36).
+        Mostly one of the queues the consumer has (``queue`` < 4), else any of the topic's."""
         self._sync()
-        q = queue % self.cfg.topic_queues
+        assigned = [q for q in range(self.cfg.topic_queues) if self.state.queues[q].assigned]
+        q = assigned[queue % len(assigned)] if assigned and queue < 4 else queue % self.cfg.topic_queues
         offset = self._offset(q, where, delta)
         allowed = spec.enabled(self.state, spec.Seek(q, offset))
         store = self.state.queues[q].store
@@ -841,6 +939,45 @@ class PullCorrectionMachine(LockstepMachine):
                 queues = set()
             if queues != expected:
                 self.fail(f"PULL-37: fetchMessageQueues gives {sorted(queues)}; the spec {sorted(expected)}")
+        self._sync()
+
+    @precondition(lambda self: self._ready())
+    @rule(queue=st.integers(0, 5), pick=st.integers(-3, 12), shift=st.sampled_from((-1, 0, 0, 1)))
+    def search_offset(self, queue: int, pick: int, shift: int) -> None:
+        """Another client asks SEARCH_OFFSET_BY_TIMESTAMP (what offsetForTimestamp and mqadmin ask), at a message's
+        store time, a millisecond either side of it, or before or after all of them: the broker answers the queue's
+        offset by time (PULL-30); and GET_EARLIEST_MSG_STORETIME, the store time of the queue's first message
+        (PULL-43)."""
+        assert self.cluster is not None
+        self._settle()
+        self._sync()
+        q = queue % self.cfg.queue_count
+        store = self.state.queues[q].store
+        if pick < 0 or not store.times:
+            timestamp = TIMESTAMPS[pick % len(TIMESTAMPS)]
+        else:
+            timestamp = store.times[pick % len(store.times)] + shift
+        mq = self._mq(q)
+        request = RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {
+            "topic": mq.topic, "queueId": mq.queue_id, "timestamp": timestamp})
+        future = self.raw.invoke(self.cluster.broker(BROKER).addr, request, 3_000, daemon=True)
+        self.cluster.advance(3)
+        if future.done() and future.exception() is None:
+            got = int(future.result().ext_fields.get("offset", -1))
+            expected = spec.offset_by_time(store.times, store.cq_from, store.min_offset, store.data_from, timestamp)
+            if got != expected:
+                self.fail(f"PULL-30: SEARCH_OFFSET_BY_TIMESTAMP {timestamp - SIMULATED_EPOCH_MS} of queue {q} answers "
+                          f"{got}; the spec {expected} (store times {store.times}, min {store.min_offset}, data from "
+                          f"{store.data_from}, consume-queue files from {store.cq_from})")
+        request = RemotingCommand.request(RequestCode.GET_EARLIEST_MSG_STORETIME, {
+            "topic": mq.topic, "queueId": mq.queue_id})
+        future = self.raw.invoke(self.cluster.broker(BROKER).addr, request, 3_000, daemon=True)
+        self.cluster.advance(3)
+        if future.done() and future.exception() is None:
+            got = int(future.result().ext_fields.get("timestamp", -2))
+            expected = spec.earliest_time(self.state, q)
+            if got != expected:
+                self.fail(f"PULL-43: GET_EARLIEST_MSG_STORETIME of queue {q} answers {got}; the spec {expected}")
         self._sync()
 
     def _admin(self, code: RequestCode) -> None:

@@ -40,8 +40,17 @@ from rocketspec.refimpl import frame as frame_module
 from rocketspec.refimpl import message as message_module
 from rocketspec.refimpl import remoting as remoting_module
 from rocketspec.refimpl.frame import FrameError, FrameReader, decode, encode
-from rocketspec.refimpl.message import Message, decode_batch, decode_properties, decode_stored_messages, encode_batch
-from rocketspec.refimpl.remoting import RemotingCommand, RemotingTimeoutError
+from rocketspec.refimpl.message import (
+    Message,
+    decode_batch,
+    decode_offset_message_id,
+    decode_properties,
+    decode_stored_messages,
+    encode_batch,
+    encode_stored_message,
+    java_message_id_offset,
+)
+from rocketspec.refimpl.remoting import RemotingCommand, RemotingSendRequestError, RemotingTimeoutError
 from rocketspec.refimpl.runtime import Future
 from rocketspec.spec import remoting as wire
 from rocketspec.spec.protocol import (
@@ -61,10 +70,18 @@ TIMEOUT_MS = 100
 TEXTS = {"ascii": ("hello", "v-1"), "non-ascii": ("héllo wörld", "値 🚀 ключ"), "empty": ("", "x")}
 #: Which request kinds each wire.flags value allows: plain requests, oneway ones, requests with the response bit.
 FLAG_KINDS = {"request": ("plain",), "oneway": ("plain", "oneway"), "response": ("plain", "oneway", "flagged")}
-FAULTS = ("none", "none", "drop", "drop_response", "duplicate", "late", "fail")
+FAULTS = ("none", "none", "drop", "drop_response", "duplicate", "late", "fail", "disconnect")
+#: How a fault rule names the request it applies to: by number, by name, by its number as text, or any request from
+#: the raw client's node (refimpl.faults.parse_request_code).
+NAMED_BY = st.sampled_from(("code", "name", "digits", "any"))
 #: Time a send rule lets pass after it (hypothesis may leave the time rule out of a program: frames still flow).
 THEN = st.sampled_from((0, 1, 2, 5))
-REQUESTS = ("config", "send", "compressed", "batch", "pull", "view", "namesrv", "unknown", "unknown-namesrv")
+REQUESTS = ("config", "send", "compressed", "batch", "pull", "view", "namesrv", "unknown", "unknown-namesrv",
+            "heartbeat", "running-info", "direct", "direct-bad", "earliest", "malformed")
+#: Message ids a peer may name in CONSUME_MESSAGE_DIRECTLY that a 4.9.8 broker cannot read (WIRE-19): empty, too
+#: short, a port out of range, no digits at all, an offset with nothing stored there.
+BAD_MSG_IDS = ("", "7F00", "7F000001FFFFFFFF0000000000000000", "zz" * 16, "7F0000010000277B", "x" * 56,
+               "7F0000010000277B000000003B9ACA00")
 #: A request code no server has a processor for (WIRE-12).
 UNKNOWN_CODE = 9999
 # The parts of the projection, each named with the clauses that decide it.
@@ -159,6 +176,35 @@ class Sent:
     what: str
     client: Any
     future: Future[RemotingCommand] | None
+    deferred: int = 0  # copies the server took without answering at once (it answers through the channel later)
+
+
+def _request_name(code: int) -> str:
+    """A request code's RequestCode name, its number as text for a code RequestCode does not name."""
+    try:
+        return RequestCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class _ConsumerHandler:
+    """A raw client's answers to the broker's calls: its running info, and a message consumed directly, whose body
+    must be the stored message the message id names (WIRE-9, WIRE-19)."""
+
+    def __init__(self, machine: RemotingMachine) -> None:
+        self.machine = machine
+
+    def handle(self, request: RemotingCommand, channel: Any) -> RemotingCommand | None:
+        if request.code == RequestCode.CONSUME_MESSAGE_DIRECTLY:
+            offset = wire.message_id_offset(request.ext_fields.get("msgId", ""))
+            stored = wire.parse_stored_messages(request.body or b"")
+            if isinstance(offset, wire.Refused) or [m.commit_log_offset for m in stored] != [offset]:
+                self.machine.fail_later(f"WIRE-19: the message id {request.ext_fields.get('msgId')!r} (offset "
+                                        f"{offset}) forwarded {[m.commit_log_offset for m in stored]}")
+            return request.response(ResponseCode.SUCCESS, body=b'{"order":false,"autoCommit":true}')
+        if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
+            return request.response(ResponseCode.SUCCESS, body=b'{"properties":{}}')
+        return None
 
 
 class RemotingMachine(LockstepMachine):
@@ -193,8 +239,25 @@ class RemotingMachine(LockstepMachine):
         for server in (self.broker, self.cluster.namesrv):
             original = server.handle
             server.handle = self._handler(original)  # type: ignore[method-assign]
-        # Two raw clients: born hosts of IPv4 and IPv6 (sysFlag 0x10, WIRE-9).
+        deliver = network._deliver_response
+
+        def deliver_response(conn: Any, response: RemotingCommand, extra: int) -> None:
+            # A response the server writes after its handler returned (a call to a consumer answered): ServerAnswers.
+            sent = self.sent.get(response.opaque)
+            if sent is not None and sent.deferred and conn.open:
+                sent.deferred -= 1
+                self.log.append(wire.ServerAnswers(sent.slot))
+            deliver(conn, response, extra)
+
+        network._deliver_response = deliver_response  # type: ignore[method-assign]
+        # Two raw clients: born hosts of IPv4 and IPv6 (sysFlag 0x10, WIRE-9), each a consumer of GROUP that answers
+        # the broker's calls (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY).
         self.clients = {"v4": network.client("raw-client"), "v6": network.client("raw-v6", host="[::1]")}
+        for client in self.clients.values():
+            client.set_handler(_ConsumerHandler(self))
+            client.invoke(self.broker_addr, self._heartbeat(client), 1000)
+        self.cluster.advance(5)
+        assert network.node_of(self.broker_addr) == "broker-a"
         self.begin(wire.ConnectionState(wire.Config(self.serialize, slots=SLOTS)))
 
     def teardown(self) -> None:
@@ -234,7 +297,7 @@ class RemotingMachine(LockstepMachine):
         self._check_messages(decoded, command)
         sent = self.sent.get(command.opaque)
         if sent is not None:
-            if command is sent.command:
+            if self._outgoing(command, sent):
                 if sent.kind == "flagged":
                     self.log.append(wire.RequestArrives(sent.slot))
             else:
@@ -243,11 +306,22 @@ class RemotingMachine(LockstepMachine):
                     self.msg_ids.append(decoded.ext_fields["msgId"].split(",")[0])
         return decoded
 
+    @staticmethod
+    def _outgoing(command: RemotingCommand, sent: Sent) -> bool:
+        """Whether a frame under a sent request's opaque is that request (a oneway one is sent as the client marks
+        it; nothing answers it) rather than a response to it."""
+        return command is sent.command or sent.kind == "oneway"
+
     def _check_messages(self, command: RemotingCommand, original: RemotingCommand) -> None:
         """The message payloads a frame carries, read by the spec and by refimpl's message codec (``original``: the
         command as it was sent)."""
         sent = self.sent.get(command.opaque)
-        if command.is_response and not (sent is not None and original is sent.command):
+        if command.is_response and not (sent is not None and self._outgoing(original, sent)):
+            if sent is not None and sent.what == "direct-bad" and command.code == ResponseCode.SYSTEM_ERROR:
+                read = wire.message_id_offset(sent.command.ext_fields["msgId"])
+                if isinstance(read, wire.Refused) and not (command.remark or "").startswith(read.reason):
+                    self.fail_later(f"WIRE-19: the message id {sent.command.ext_fields['msgId']!r} answered "
+                                    f"{command.remark!r}, spec {read.reason}")
             if sent is not None and sent.command.code == UNKNOWN_CODE and sent.what == "unknown":
                 expected = wire.unknown_code_answer(True, UNKNOWN_CODE)
                 if command.code != ResponseCode.SYSTEM_BUSY and (command.code, command.remark) != expected:
@@ -269,6 +343,7 @@ class RemotingMachine(LockstepMachine):
                 if spec_read != codec_read:
                     self.fail_later("WIRE-9/WIRE-10: a pull response's messages read two ways differ\n"
                                     f"  spec:  {spec_read}\n  codec: {codec_read}")
+                self._check_stored(stored, decoded)
             return
         if command.code == RequestCode.SEND_BATCH_MESSAGE and command.body:
             batch = wire.parse_batch_body(command.body)
@@ -288,12 +363,53 @@ class RemotingMachine(LockstepMachine):
                 self.fail_later(f"WIRE-10: a properties string read two ways differs: {properties!r}\n"
                                 f"  spec:  {spec_props}\n  codec: {decode_properties(properties)}")
 
+    def _check_stored(self, stored: tuple[wire.StoredMessage, ...], decoded: list[Any]) -> None:
+        """Each message of a pull response once more: its offset id read back (WIRE-13, WIRE-19), written again by
+        refimpl's store encoder and read by the spec (WIRE-9), its properties as refimpl's accessors give them."""
+        for read, message in zip(stored, decoded, strict=False):
+            host, port, offset = decode_offset_message_id(message.offset_msg_id)
+            offsets = (offset, java_message_id_offset(message.offset_msg_id),
+                       wire.message_id_offset(message.offset_msg_id))
+            if offsets != (read.commit_log_offset,) * 3 or \
+                    message_module.offset_message_id(host, port, offset) != message.offset_msg_id:
+                self.fail_later(f"WIRE-13/WIRE-19: the offset id {message.offset_msg_id} reads back as {offsets}, "
+                                f"spec {read.commit_log_offset}")
+            again = encode_stored_message(
+                topic=message.topic, queue_id=message.queue_id, body=bytearray(read.body), flag=message.flag,
+                properties=wire.properties_text(read.properties), sys_flag=read.sys_flag,
+                born_timestamp=message.born_timestamp, born_host=message.born_host,
+                store_timestamp=message.store_timestamp, store_host=message.store_host,
+                reconsume_times=message.reconsume_times,
+                prepared_transaction_offset=message.prepared_transaction_offset,
+                queue_offset=message.queue_offset, commit_log_offset=message.commit_log_offset)
+            if wire.parse_stored_messages(again) != (read,):
+                self.fail_later(f"WIRE-9: a stored message written again reads {wire.parse_stored_messages(again)}, "
+                                f"was {read}")
+            props = dict(read.properties)
+            accessors = (message.unique_key, message.get_property("TAGS"), message.delay_level,
+                         message.transaction_type)
+            expected = (props.get("UNIQ_KEY"), props.get("TAGS"), int(props.get("DELAY", 0)), read.sys_flag & 0xC)
+            if accessors != expected:
+                self.fail_later(f"WIRE-9/WIRE-10: a stored message's accessors give {accessors}, spec {expected}")
+
+    def _heartbeat(self, client: Any) -> RemotingCommand:
+        """A HEART_BEAT making ``client`` a consumer of GROUP (the broker's calls to consumers then reach it)."""
+        subscription = {"topic": TOPIC, "subString": "*", "tagsSet": [], "codeSet": [], "subVersion": 0,
+                        "expressionType": "TAG", "classFilterMode": False}
+        body = {"clientID": f"raw@{client.node}", "producerDataSet": [], "consumerDataSet": [{
+            "groupName": GROUP, "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+            "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "subscriptionDataSet": [subscription],
+            "unitMode": False}]}
+        return RemotingCommand.request(RequestCode.HEART_BEAT, {}, json.dumps(body).encode())
+
     def _handler(self, original: Any) -> Any:
         """The server's processing of each request copy that reaches it, and the response it writes."""
 
         def handle(request: RemotingCommand, channel: Any) -> RemotingCommand | None:
             response = original(request, channel)
             sent = self.sent.get(request.opaque)
+            if sent is not None and response is None and not request.is_oneway and sent.kind == "plain":
+                sent.deferred += 1
             if sent is not None:
                 if sent.kind != "flagged":
                     self.log.append(wire.RequestArrives(sent.slot))
@@ -307,7 +423,8 @@ class RemotingMachine(LockstepMachine):
 
     def _timed_out(self, sent: Sent) -> Any:
         def done(future: Future[RemotingCommand]) -> None:
-            if isinstance(future.exception(), RemotingTimeoutError):
+            # A timeout, or the connection closing under a waiting caller (failFast, WIRE-18).
+            if isinstance(future.exception(), (RemotingTimeoutError, RemotingSendRequestError)):
                 self.log.append(wire.CallerTimesOut(sent.slot))
         return done
 
@@ -324,17 +441,37 @@ class RemotingMachine(LockstepMachine):
             return None
         return next((i for i, c in enumerate(self.state.calls) if c is None), None)
 
-    def _request(self, kind: str, target: str, note: str) -> RemotingCommand:
+    def _request(self, kind: str, target: str, note: str, client: Any) -> RemotingCommand:
         fields: dict[str, object] = {"note": note}
+        variant = len(self.sent)
         code: int = RequestCode.GET_BROKER_CONFIG
         body: bytes | None = None
         if kind.startswith("unknown"):
             code = UNKNOWN_CODE
         elif target == "namesrv":
             code = RequestCode.GET_NAMESRV_CONFIG
+        elif kind == "heartbeat":
+            return self._heartbeat(client)
+        elif kind == "running-info":
+            code = RequestCode.GET_CONSUMER_RUNNING_INFO
+            fields |= {"consumerGroup": GROUP, "clientId": f"raw@{client.node}", "jstackEnable": False}
+        elif kind in ("direct", "direct-bad"):
+            code = RequestCode.CONSUME_MESSAGE_DIRECTLY
+            msg_id = self.msg_ids[-1] if kind == "direct" and self.msg_ids else BAD_MSG_IDS[variant % len(BAD_MSG_IDS)]
+            fields |= {"consumerGroup": GROUP, "clientId": f"raw@{client.node}", "msgId": msg_id}
+        elif kind == "earliest":
+            code = RequestCode.GET_EARLIEST_MSG_STORETIME
+            fields |= {"topic": TOPIC, "queueId": ("0", "x", "99999999999")[variant % 3]}
+        elif kind == "malformed":
+            code = RequestCode.GET_MAX_OFFSET
+            fields |= ({"queueId": 0}, {"topic": TOPIC}, {"topic": TOPIC, "queueId": "x"})[variant % 3]
         elif kind in ("send", "compressed"):
-            message = Message(TOPIC, note.encode() or b"-", tags="TagA", keys=["k1", self.texts[1]])
+            message = Message(TOPIC, bytearray(note.encode() or b"-"), tags="TagA",
+                              keys=["k1", self.texts[1]] if variant % 2 else f"k1 {self.texts[1]}")
             message.properties["user"] = note
+            message.wait_store_msg_ok = bool(variant % 2)
+            message.put_property("scratch", "x")
+            message.remove_property("scratch")
             code = RequestCode.SEND_MESSAGE_V2
             body = bytes(message.body)
             sys_flag = 0
@@ -362,54 +499,63 @@ class RemotingMachine(LockstepMachine):
 
     @precondition(lambda self: self._free_slot() is not None)
     @rule(what=st.sampled_from(REQUESTS), fault=st.sampled_from(FAULTS), text=st.integers(0, 1), then=THEN,
-          v6=st.booleans())
-    def send_request(self, what: str, fault: str, text: int, then: int, v6: bool) -> None:
+          v6=st.booleans(), named_by=NAMED_BY)
+    def send_request(self, what: str, fault: str, text: int, then: int, v6: bool, named_by: str) -> None:
         """``RequestSent``: a raw request on the connection (WIRE-4, WIRE-5), with a fault on the way."""
-        self._send("plain", what, fault, text, then, v6)
+        self._send("plain", what, fault, text, then, v6, named_by)
 
     @precondition(lambda self: self._free_slot() is not None and "oneway" in self.kinds)
     @rule(what=st.sampled_from(REQUESTS), fault=st.sampled_from(FAULTS), text=st.integers(0, 1), then=THEN,
-          v6=st.booleans())
-    def send_oneway(self, what: str, fault: str, text: int, then: int, v6: bool) -> None:
+          v6=st.booleans(), named_by=NAMED_BY)
+    def send_oneway(self, what: str, fault: str, text: int, then: int, v6: bool, named_by: str) -> None:
         """``RequestSent`` with the oneway bit: processed, never answered (WIRE-4, WIRE-5)."""
-        self._send("oneway", what, fault, text, then, v6)
+        self._send("oneway", what, fault, text, then, v6, named_by)
 
     @precondition(lambda self: self._free_slot() is not None and "flagged" in self.kinds)
     @rule(what=st.sampled_from(REQUESTS), fault=st.sampled_from(FAULTS), text=st.integers(0, 1), then=THEN,
-          v6=st.booleans())
-    def send_marked_as_response(self, what: str, fault: str, text: int, then: int, v6: bool) -> None:
+          v6=st.booleans(), named_by=NAMED_BY)
+    def send_marked_as_response(self, what: str, fault: str, text: int, then: int, v6: bool, named_by: str) -> None:
         """``RequestSent`` with the response bit: the server takes it for a response, never answers it (WIRE-7)."""
-        self._send("flagged", what, fault, text, then, v6)
+        self._send("flagged", what, fault, text, then, v6, named_by)
 
-    def _send(self, kind: str, what: str, fault: str, text: int, then: int, v6: bool) -> None:
+    def _send(self, kind: str, what: str, fault: str, text: int, then: int, v6: bool, named_by: str) -> None:
         """Send, then let ``then`` ms pass (0: the request is still on its way when the next rule runs)."""
         if what == "view" and not self.msg_ids:
             what = "config"
         slot = self._free_slot()
         assert slot is not None and self.cluster is not None
         target = "namesrv" if what in ("namesrv", "unknown-namesrv") else "broker"
-        command = self._request(what, target, self.texts[text])
-        if kind == "oneway":
-            command = attrs.evolve(command, flag=command.flag | 2)
+        client = self.clients["v6" if v6 else "v4"]
+        command = self._request(what, target, self.texts[text], client)
+        if kind == "oneway" and text:
+            command = attrs.evolve(command, flag=command.flag | 2)  # else invoke_oneway marks it
         elif kind == "flagged":
             command = attrs.evolve(command, flag=command.flag | RPC_RESPONSE_FLAG)
         node = "namesrv" if target == "namesrv" else "broker-a"
         addr = self.cluster.namesrv_addr if target == "namesrv" else self.broker_addr
         faults = self.cluster.faults
+        request: int | str | None = {"code": command.code, "digits": str(command.code), "any": "*",
+                                     "name": _request_name(command.code)}[named_by]
+        by = {"client": client.node} if named_by == "any" else {}
+        # A fault whose firing the machine observes (not assumes) may fire only by chance (the seeded generator).
+        chance = {"probability": 0.5} if text and fault != "fail" else {}
+        rule = None
         if fault == "drop":
-            faults.drop(node, command.code, times=1)
+            rule = faults.drop(node, request, times=1, **by, **chance)
         elif fault == "drop_response":
-            faults.drop(node, command.code, times=1, response=True)
+            rule = faults.drop(node, request, times=1, response=True, **by, **chance)
         elif fault == "duplicate":
-            faults.duplicate(node, command.code, times=1)
+            rule = faults.duplicate(node, request, times=1, **by, **chance)
         elif fault == "late":
-            faults.delay(node, command.code, ms=2 * TIMEOUT_MS, times=1)
+            rule = faults.delay(node, request, ms=2 * TIMEOUT_MS, times=1, **by, **chance)
+        elif fault == "disconnect":
+            rule = faults.disconnect(node, request, times=1, **by, **chance)
         elif fault == "fail":
-            faults.fail(node, command.code, code="SYSTEM_BUSY", remark=self.texts[1], times=1)
+            busy = ("SYSTEM_BUSY", int(ResponseCode.SYSTEM_BUSY), str(int(ResponseCode.SYSTEM_BUSY)))[slot % 3]
+            rule = faults.fail(node, request, code=busy, remark=self.texts[1], times=1, **by)
         silent = what == "unknown-namesrv" and kind == "plain" and fault != "fail"
-        client = self.clients["v6" if v6 else "v4"]
         self.drive(wire.RequestSent(slot, oneway=kind == "oneway", flagged=kind == "flagged", silent=silent),
-                   f"{kind} {what} with fault {fault} from {client.addr}")
+                   f"{kind} {what} ({command.code_name()}) with fault {fault} named by {named_by} from {client.addr}")
         sent = Sent(slot, command, kind, what, client, None)
         self.sent[command.opaque] = sent
         if kind == "oneway":
@@ -423,7 +569,9 @@ class RemotingMachine(LockstepMachine):
             self.log.append(wire.RequestArrives(slot))
             if kind != "oneway":
                 self.log.append(wire.ServerAnswers(slot))
-        self.cluster.faults.clear()
+        if rule is not None and slot % 2:
+            faults.remove(rule)
+        faults.clear()
         if then:
             self.cluster.advance(then)
         self._replay()
@@ -435,6 +583,14 @@ class RemotingMachine(LockstepMachine):
         problem = frame_disagreement(data)
         if problem is not None:
             self.fail(problem)
+
+    @precondition(lambda self: self.cluster is not None)
+    @rule(v6=st.booleans())
+    def client_closes(self, v6: bool) -> None:
+        """A raw client closes its connections: its waiting callers fail at once (WIRE-18); the next request opens a
+        new connection (and a heartbeat makes the client a consumer again)."""
+        self.clients["v6" if v6 else "v4"].close()
+        self._replay()
 
     @precondition(lambda self: self.cluster is not None)
     @rule(ms=st.sampled_from((1, 2, 5, 50, TIMEOUT_MS, 3 * TIMEOUT_MS)))

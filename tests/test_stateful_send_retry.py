@@ -42,6 +42,7 @@ from rocketspec.spec import send_retry as spec
 from rocketspec.spec.protocol import (
     DEFAULT_PERM,
     CommunicationMode,
+    Property,
     RequestCode,
     ResponseCode,
     SendStatus,
@@ -64,6 +65,12 @@ WAITS = (1_000, 30_000, 60_000, 200_000, 700_000)
 # machine's own topic (with an odd body). The machine follows one topic: valid names of other topics are not drawn.
 ODD_TOPICS = (TOPIC, "", " \t", "\u00a0", "a" * 128, "\U0001F600" * 64, "a b", "abc\n", "SCHEDULE_TOPIC_XXXX",
               "RMQ_SYS_TRANS_HALF_TOPIC")
+# Arguments of the hash selector (SEND-28): Integer, negative ones, a Long, a Boolean, Strings.
+HASH_ARGS = (0, 1, 7, -7, -(2**31), 2**40 + 3, True, False, "order-1", "user-42")
+# Batches (SEND-29): how the machine's batch differs from a plain one of its topic.
+BATCH_KINDS = ("plain", "plain", "empty", "delay", "retry topic", "two topics", "two waits", "empty body",
+               "odd topic")
+OTHER_TOPIC = "OtherTopic"
 # The parts of the projection, each named with the clauses that decide it.
 COUNTER = "round-robin counter (SEND-11, SEND-12, SEND-13, SEND-17)"
 WORST = "whichItemWorst (SEND-18)"
@@ -100,6 +107,27 @@ class Sent:
     answered_ms: int  # when the caller got it (simulated clock)
 
 
+def _java_hash_code(value: object) -> int:
+    """``Object.hashCode`` of a selector argument: Boolean, Integer, Long, String (ASCII)."""
+    if isinstance(value, bool):
+        return 1231 if value else 1237
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return value
+        folded = (value ^ (value >> 32)) & 0xFFFFFFFF
+        return folded - 2**32 if folded >= 2**31 else folded
+    assert isinstance(value, str)
+    h = 0
+    for ch in value:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def _properties_len(properties: dict[str, str]) -> int:
+    """The UTF-8 length of a message's properties text (name\\x01value pairs joined by \\x02)."""
+    return len("\x02".join(f"{k}\x01{v}" for k, v in properties.items()).encode())
+
+
 def _failure_kind(event: SendResultEvent) -> spec.Failure:
     """The spec's failure kind of an attempt that ended without a SendStatus or an error code."""
     text = event.error or ""
@@ -119,7 +147,7 @@ def _ending_clauses(state: spec.SendState) -> str:
         clauses = ["SEND-7"] if mode is CommunicationMode.ASYNC else ["SEND-4"]
     else:
         clauses = ["SEND-2", "SEND-3"]
-    if state.attempts >= state.config.limit and "SEND-1" not in clauses:
+    if state.attempts >= state.limit and "SEND-1" not in clauses:
         clauses.insert(0, "SEND-1")
     return "/".join([*clauses, "SEND-21"])
 
@@ -271,7 +299,74 @@ class SendRetryMachine(LockstepMachine):
         """A message the producer's checks may refuse: an odd topic, an empty or large body (SEND-24)."""
         self._send(mode, topic, body)
 
-    def _send(self, mode: CommunicationMode, topic: str = TOPIC, body: bytes | None = None) -> None:
+    @precondition(lambda self: self.cluster is not None)
+    @rule(broker=st.integers(0, 2), queue_id=st.integers(0, 7), mode=st.sampled_from(tuple(CommunicationMode)),
+          other_topic=st.booleans())
+    def send_to_queue(self, broker: int, queue_id: int, mode: CommunicationMode, other_topic: bool) -> None:
+        """``send(msg, mq)`` (and its ASYNC and ONEWAY forms): one attempt to that queue, or a refusal when the queue
+        is of another topic (SEND-27)."""
+        queue = MessageQueue(OTHER_TOPIC if other_topic else TOPIC, self.names[broker % len(self.names)],
+                             queue_id % max(1, self.config["topic.queueNums"][1]))
+        self._send(mode, target=spec.Target(queue), send_args={"queue": queue})
+
+    @precondition(lambda self: self.cluster is not None)
+    @rule(kind=st.sampled_from(("hash", "hash", "null", "raise")), arg=st.sampled_from(HASH_ARGS),
+          mode=st.sampled_from(tuple(CommunicationMode)))
+    def send_with_selector(self, kind: str, arg: object, mode: CommunicationMode) -> None:
+        """``send(msg, selector, arg)``: SelectMessageQueueByHash (SEND-28), a selector returning null or throwing;
+        one attempt to the selected queue (SEND-27)."""
+        queues = [MessageQueue(spec.without_namespace(q.topic, self.spec_config.namespace) or q.topic, q.broker_name,
+                               q.queue_id) for q in (self.state.queues if self.spec is not None else self.info.queues)]
+        selector: Any
+        if kind == "hash":
+            selector = validators_module.select_by_hash
+            chosen = queues[spec.hash_selection(len(queues), _java_hash_code(arg))] if queues else None
+            target = spec.Target(chosen, by_selector=True)
+        elif kind == "null":
+            selector, target = (lambda _qs, _m, _a: None), spec.Target(None, by_selector=True)
+        else:
+            def selector(_qs: Any, _m: Any, _a: Any) -> Any:
+                raise RuntimeError("the selector failed")
+
+            target = spec.Target(None, by_selector=True, threw=True)
+        self._send(mode, target=target, send_args={"selector": selector, "arg": arg})
+
+    @precondition(lambda self: self.cluster is not None)
+    @rule(kind=st.sampled_from(BATCH_KINDS), size=st.integers(1, 3))
+    def send_batch(self, kind: str, size: int) -> None:
+        """``send(Collection)``: a MessageBatch, refused as a whole when it cannot be built (SEND-29), else sent like
+        one message whose body is the encoded batch (SEND-24, SEND-1..6)."""
+        self.sends += 1
+        msgs = []
+        for i in range(0 if kind == "empty" else size):
+            msg = Message(TOPIC, f"b{self.sends}.{i}".encode())
+            # A user-set UNIQ_KEY stays: the encoded batch's length is known before the send.
+            msg.properties[Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = f"U{self.sends:06d}{i:02d}"
+            msgs.append(msg)
+        if msgs:
+            last = msgs[-1]
+            if kind == "delay":
+                last.delay_level = 2
+            elif kind == "retry topic":
+                last.topic = "%RETRY%G1"
+            elif kind == "two topics" and len(msgs) > 1:
+                last.topic = OTHER_TOPIC
+            elif kind == "two waits" and len(msgs) > 1:
+                last.wait_store_msg_ok = False
+            elif kind == "empty body":
+                last.body = b""
+            elif kind == "odd topic":
+                for m in msgs:
+                    m.topic = "a b"
+        entries = tuple(spec.BatchEntry(m.topic, len(m.body), _properties_len(m.properties), m.delay_level,
+                                        m.wait_store_msg_ok) for m in msgs)
+        self.sends -= 1
+        self._send(CommunicationMode.SYNC, shape=spec.MessageShape(msgs[0].topic if msgs else None, None, entries),
+                   batch=msgs)
+
+    def _send(self, mode: CommunicationMode, topic: str = TOPIC, body: bytes | None = None, *,
+              target: spec.Target | None = None, send_args: dict[str, Any] | None = None,
+              shape: spec.MessageShape | None = None, batch: list[Message] | None = None) -> None:
         """One send in ``mode``: the spec begins it (driven), then the implementation's attempts are observed."""
         cluster = self.cluster
         assert cluster is not None
@@ -279,28 +374,40 @@ class SendRetryMachine(LockstepMachine):
         self.sends += 1
         start = cluster.now_ms()
         payload = f"m{self.sends}".encode() if body is None else body
-        odd = topic != TOPIC or body is not None
-        self._begin(mode, start, spec.MessageShape(topic, len(payload)) if odd else None)
+        odd = topic != TOPIC or body is not None or target is not None
+        if shape is None and odd:
+            shape = spec.MessageShape(topic, len(payload))
+        self._begin(mode, start, shape, target)
         first_event = len(cluster.events.events)
         msg = Message(TOPIC, f"m{self.sends}".encode())
         msg.topic, msg.body = topic, payload
         value: Any = None
         error: BaseException | None = None
+        called: list[tuple[Any, BaseException | None]] = []
+        args = send_args or {}
         try:
-            if mode is CommunicationMode.SYNC:
-                value = self.producer.send(msg)
+            if batch is not None:
+                value = self.producer.send_batch(batch)
+            elif mode is CommunicationMode.SYNC:
+                value = self.producer.send(msg, **args)
             elif mode is CommunicationMode.ASYNC:
-                value = cluster.runtime.wait(self.producer.send_async(msg))
+                future = self.producer.send_async(msg, lambda r, e: called.append((r, e)), **args)
+                value = cluster.runtime.wait(future)
             else:
-                value = self.producer.send_oneway(msg)
+                value = self.producer.send_oneway(msg, **args)
         except (MQClientError, MQBrokerError, RemotingError) as failure:
             error = failure
+        if mode is CommunicationMode.ASYNC and batch is None:
+            # The SendCallback gets the outcome once: onSuccess with the result, or onException (SEND-7, SEND-10).
+            if called != [(value, error)]:
+                self.fail(f"SEND-7/SEND-10: the callback got {called}, the send ended with {value!r} / {error!r}")
         answered = cluster.now_ms()
         events = [e for e in cluster.events.events[first_event:]
                   if isinstance(e, (SendAttempt, SendResultEvent)) and e.node == self.producer.client_id]
         self._replay(mode, start, events, Sent(mode, value, error, answered))
 
-    def _begin(self, mode: CommunicationMode, start: int, shape: spec.MessageShape | None) -> None:
+    def _begin(self, mode: CommunicationMode, start: int, shape: spec.MessageShape | None,
+               target: spec.Target | None = None) -> None:
         """The spec's side of a new send: the first one starts the machine with the producer's counters; a later
         one lets the time since the last send pass and starts a new send (SEND-20)."""
         config = attrs.evolve(self.spec_config, mode=mode)
@@ -308,14 +415,14 @@ class SendRetryMachine(LockstepMachine):
             tolerance = self.producer.fault_strategy.tolerance
             self.begin(spec.SendState(config, tuple(self.info.queues), (), self.info.index.value,
                                       tolerance.which_item_worst.value, now_ms=start, started_ms=start,
-                                      message=shape))
+                                      message=shape, target=target))
             return
         if not self.state.done:
             self.fail("the previous send is still pending in the spec")
         self.spec.state = attrs.evolve(self.state, config=config)
         if start > self.state.now_ms:
             self.drive(spec.TimePasses(start - self.state.now_ms), "time between sends")
-        self.drive(spec.NewSend(shape), f"{mode.value} send {self.sends}")
+        self.drive(spec.NewSend(shape, target), f"{mode.value} send {self.sends}")
 
     def _replay(self, mode: CommunicationMode, start: int, events: list[Any], sent: Sent) -> None:
         attempt_ts = start
@@ -468,13 +575,19 @@ def _outcome_problem(state: spec.SendState, sent: Sent) -> str:
         ok = isinstance(error, MQClientError) and error.message.startswith(reason[1]) and error.code == reason[0]
         return "" if ok else f"SEND-24: {where}, spec refusal {reason}"
     if out.failure is spec.Failure.NO_ROUTE:
-        ok = isinstance(error, MQClientError) and error.message.startswith("No route info of this topic")
-        return "" if ok else f"SEND-23: {where}"
+        by_selector = state.target is not None and state.target.by_selector
+        text = "No route info for this topic, " if by_selector else "No route info of this topic"
+        ok = isinstance(error, MQClientError) and error.message.startswith(text)
+        return "" if ok else f"SEND-23/SEND-27: {where}"
     if out.failure is spec.Failure.TIMEOUT and not out.exhausted:
         return "" if isinstance(error, RemotingTooMuchRequestError) else f"SEND-2: {where}"
     if out.failure is spec.Failure.BROKER and not out.exhausted:
         ok = isinstance(error, MQBrokerError) and error.code == out.code
-        return "" if ok else f"SEND-4/SEND-7: {where}"
+        return "" if ok else f"SEND-4/SEND-7/SEND-27: {where}"
+    if state.target is not None and not out.exhausted:
+        # Without the retry loop the attempt's own exception reaches the caller (SEND-27).
+        wanted = RemotingError if out.failure is spec.Failure.REMOTING else MQClientError
+        return "" if isinstance(error, wanted) else f"SEND-27: {where}"
     if sent.mode is CommunicationMode.ASYNC:
         # onException gets the last failure itself (SEND-10).
         if isinstance(error, MQBrokerError):

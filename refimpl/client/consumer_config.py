@@ -10,13 +10,13 @@ topic.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
 from rocketspec.refimpl.client.errors import MQClientError
+from rocketspec.refimpl.client.validators import check_group
 from rocketspec.refimpl.message import java_string_hash
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.runtime import Future
@@ -31,7 +31,6 @@ from rocketspec.spec.protocol import (
     DEFAULT_SUSPEND_CURRENT_QUEUE_MS,
     EXPRESSION_TYPE_SQL92,
     EXPRESSION_TYPE_TAG,
-    GROUP_MAX_LENGTH,
     LITE_PULL_AUTO_COMMIT_INTERVAL_MS,
     LITE_PULL_MIN_AUTO_COMMIT_INTERVAL_MS,
     LITE_PULL_THRESHOLD_FOR_ALL,
@@ -44,18 +43,6 @@ from rocketspec.spec.protocol import (
     RequestCode,
     ResponseCode,
 )
-
-_GROUP_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-def check_group(group: str) -> None:
-    """``Validators.checkGroup``: not blank, at most 255 characters, only ``%|a-zA-Z0-9_-``."""
-    if not isinstance(group, str) or not group.strip():
-        raise ValueError("the specified group is blank")
-    if len(group) > GROUP_MAX_LENGTH:
-        raise ValueError("the specified group is longer than group max length 255.")
-    if not _GROUP_PATTERN.match(group):
-        raise ValueError(f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
 
 
 def _in_range(name: str, value: int, low: int, high: int) -> None:
@@ -109,7 +96,10 @@ class ConsumerConfig:
     def validate(self) -> None:
         """``checkConfig``: the group name and every range RocketMQ enforces at start; options it does not check
         are held to what Java can hold (an int), or to what Java's start-up would throw on (a zero period)."""
-        check_group(self.group)
+        try:
+            check_group(self.group)  # Validators.checkGroup: Java's blank, UTF-16 length, the legal characters
+        except MQClientError as error:
+            raise ValueError(str(error)) from None
         if self.group == DEFAULT_CONSUMER_GROUP:
             raise ValueError(f"consumerGroup can not equal {DEFAULT_CONSUMER_GROUP}, please specify another one.")
         if not isinstance(self.message_model, MessageModel):

@@ -262,7 +262,10 @@ class _Send:
                     target.topic = self.p.instance.config.without_namespace(target.topic)
                     queues = [self.p._queue_without_namespace(q) for q in queues]
                 mq = selector(queues, target, arg)
-                if mq is not None:
+                if self.p.instance.config.namespace:
+                    if mq is None:
+                        # queueWithNamespace dereferences the null the selector returned (a NullPointerException).
+                        raise TypeError("queueWithNamespace(null)")
                     mq = self.p._queue_with_namespace(mq)
             except Exception as error:  # user code: Java wraps any Throwable
                 self._fail(MQClientError("select message queue threw exception.", cause=error))
@@ -335,9 +338,12 @@ class _AsyncSend:
         begin = self.runtime.now_ms()
         mq = MessageQueue(self.out.topic, broker, self.queue_id)
         if addr is None:
+            # invokeAsync throws; sendMessageAsync's catch records the broker with isolation, then retries.
+            self.p.fault_strategy.update_fault_item(broker, 0, True)
             self._on_exception(broker, mq, RemotingConnectError("connect to null failed"), True, timeout_ms, begin)
             return
         if timeout_ms < 0:
+            self.p.fault_strategy.update_fault_item(broker, 0, True)
             self._on_exception(broker, mq, RemotingTooMuchRequestError("invokeAsync call timeout"), True,
                                timeout_ms, begin)
             return

@@ -100,6 +100,10 @@ def load_consume_queues(consume_queues: ConsumeQueueTable) -> None:
                 continue
             data = disk.view(path)
             usable = min(len(data), file_bytes) // _CQ_UNIT * _CQ_UNIT
+            if position >= len(files) - 3:
+                # ConsumeQueue.recover (from the third last file): the queue ends at the first entry that is no
+                # message (offset < 0 or size <= 0: bytes that never reached the disk read as zeros).
+                usable = _entries_end(data, usable)
             if usable != len(data):
                 disk.truncate(path, usable)
                 data = disk.view(path)
@@ -114,6 +118,15 @@ def load_consume_queues(consume_queues: ConsumeQueueTable) -> None:
             cq.files.pop()
             cq.flushed.pop()
         cq.max_offset = (cq.first_file + len(cq.files) - 1) * cq.entries + len(cq.files[-1]) // _CQ_UNIT
+
+
+def _entries_end(data: bytes | bytearray, usable: int) -> int:
+    """Where a consume-queue file's entries end: the first of its ``usable`` bytes' entries that is not
+    ``offset >= 0 && size > 0`` (a blank entry padding a hole has size Integer.MAX_VALUE: it counts)."""
+    pos = 0
+    while pos < usable and _I64.unpack_from(data, pos)[0] >= 0 and _I32.unpack_from(data, pos + 8)[0] > 0:
+        pos += _CQ_UNIT
+    return pos
 
 
 def truncate_dirty_entries(disk: Disk, cq: _ConsumeQueue, phy_max: int) -> None:

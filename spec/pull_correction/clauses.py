@@ -298,5 +298,21 @@ CLAUSES = ClauseTable(
             "CommitLog.handleDiskFlush, FlushRealTimeService; BrokerController (persistAllConsumerOffset every 5 s);"
             " DefaultMessageStore.recover",
         ),
+        Clause(
+            "PULL-43",
+            "GET_EARLIEST_MSG_STORETIME answers the store time of the queue's message at its min offset: -1 when "
+            "the queue is empty or that message's consume-queue entry or commit-log data is gone.",
+            "AdminBrokerProcessor.getEarliestMsgStoretime; DefaultMessageStore.getEarliestMessageTime(topic, "
+            "queueId)",
+        ),
+        Clause(
+            "PULL-44",
+            "What a crash leaves past the flushed bytes is dropped by the recovery, which leaves the store as "
+            "PULL-42 says: a commit-log record cut short or failing its CRC ends the commit log there, consume-queue"
+            " bytes short of an entry, an entry of zeros and the entries pointing at or past the commit log's end "
+            "are cut, and the entries of the records after the checkpoint are dispatched again.",
+            "CommitLog.recoverAbnormally, checkMessageAndReturnSize (checkCRCOnRecover); ConsumeQueue.recover, "
+            "truncateDirtyLogicFiles; DefaultMessageStore.recover (ReputMessageService from the checkpoint)",
+        ),
     ),
 )

@@ -145,7 +145,8 @@ def restart(state: PullState, action: BrokerRestart) -> PullState:
     """The broker restarts: every request on the wire or held fails on the client (its connection closes), offset
     updates on the wire are lost, the group must heartbeat again, the committed offsets and the messages stay, the
     consume-queue files whose data is gone go and each min offset is recomputed from the first file (PULL-38,
-    PULL-23). A crash keeps only the messages flushed and the offsets last persisted (PULL-42)."""
+    PULL-23). A crash keeps only the messages flushed and the offsets last persisted (PULL-42);
+    its torn writes past them are dropped by the recovery (PULL-44)."""
     f = state.config.cq_file_entries
     queues = []
     for qs in state.queues:

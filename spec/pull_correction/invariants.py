@@ -41,7 +41,7 @@ from rocketspec.spec.pull_correction.state import (
     Wake,
     initial_state,
 )
-from rocketspec.spec.pull_correction.views import CHECK_MS, consumer_queues, live, quiet
+from rocketspec.spec.pull_correction.views import CHECK_MS, consumer_queues, earliest_time, live, quiet
 from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
 
 # --------------------------------------------------------------------------------------------------------------
@@ -294,11 +294,15 @@ def _poll_takes_the_oldest(before: PullState, action: Action, after: PullState) 
     pq, was = after.queues[q].pq, before.queues[q].pq
     if pq is None or set(offsets) & pq.cached:
         return False
-    # removeMessage on an empty process queue answers -1 (a queue written again delivered these offsets twice and
-    # the first poll took them): the consume offset becomes -1, which commitAll skips.
+    consume_offset = after.queues[q].consume_offset
+    if consume_offset is None:
+        return min(offsets) <= 0
+    # removeMessage answers -1 on an empty process queue (a queue written again delivered these offsets twice and
+    # the first poll took them), else the smallest offset still cached (a rewritten queue's may be below the
+    # request's), else queueOffsetMax + 1.
     if was is not None and not was.cached:
-        return after.queues[q].consume_offset == -1
-    return (after.queues[q].consume_offset or 0) >= min(offsets)
+        return consume_offset == -1
+    return consume_offset == (min(pq.cached) if pq.cached else pq.offset_max + 1)
 
 
 def _commit_stores_consume_offsets(before: PullState, action: Action, after: PullState) -> bool:
@@ -320,6 +324,16 @@ def _seek_restarts(before: PullState, action: Action, after: PullState) -> bool:
         and qs.pq is not None and not qs.pq.cached and all(q != action.queue_id for q, _ in after.cache)
         and all(not r.live for r in qs.requests) and qs.pull_in == 0
     )
+
+
+def _earliest_time(state: PullState) -> bool:
+    for q, qs in enumerate(state.queues):
+        time = earliest_time(state, q)
+        store = qs.store
+        readable = store.first_readable == store.min_offset < store.max_offset
+        if time != (store.times[store.min_offset] if readable else -1):
+            return False
+    return True
 
 
 def _restart_forgets(before: PullState, action: Action, after: PullState) -> bool:
@@ -410,6 +424,7 @@ INVARIANTS: tuple[Invariant[PullState], ...] = (
     Invariant("a live request has a live process queue", ("PULL-13", "PULL-22"), _held_requires_live_queue),
     Invariant("pending fix only for a dropped queue", ("PULL-22",), _fix_only_when_dropped),
     Invariant("store bounds are ordered", ("PULL-3", "PULL-6", "PULL-42"), _store_bounds),
+    Invariant("the earliest store time is the min offset's message's, or -1", ("PULL-43",), _earliest_time),
     Invariant("at most one live request per queue", ("PULL-14", "PULL-32"), _one_live_request),
     Invariant("the consumer owns only the queues it is given", ("PULL-37",), _owned_queues_are_given),
     Invariant("consume requests are cached; only push pulls commit", ("PULL-33", "PULL-34"),
@@ -442,7 +457,7 @@ STEP_INVARIANTS: tuple[StepInvariant[PullState, Action], ...] = (
     StepInvariant("commit stores the consume offsets", ("PULL-35",), _commit_stores_consume_offsets),
     StepInvariant("seek restarts the queue from the offset", ("PULL-36",), _seek_restarts),
     StepInvariant("a broker restart fails what is on the wire; a crash keeps what was flushed",
-                  ("PULL-38", "PULL-23", "PULL-42"), _restart_forgets),
+                  ("PULL-38", "PULL-23", "PULL-42", "PULL-44"), _restart_forgets),
     StepInvariant("a shutdown persists, a crash does not", ("PULL-39",), _stop_persists),
     StepInvariant("a suspended consumer or paused queue does not pull", ("PULL-40",), _paused_sends_nothing),
     StepInvariant("a destroyed queue starts again at 0", ("PULL-41",), _destroyed_restarts_at_zero),

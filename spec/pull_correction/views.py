@@ -150,6 +150,20 @@ def searched_offset(state: PullState, queue_id: int) -> int:
                           state.config.consume_timestamp)
 
 
+def earliest_time(state: PullState, queue_id: int) -> int:
+    """GET_EARLIEST_MSG_STORETIME: the store time of the queue's message at its min offset, -1 when the queue is
+    empty or that message's consume-queue file or commit-log data is gone (PULL-43).
+
+    pre: 0 <= queue_id < len(state.queues)
+    post: __return__ == -1 or __return__ in state.queues[queue_id].store.times
+    """
+    store = state.queues[queue_id].store
+    low = store.min_offset
+    if not 0 <= low < min(store.max_offset, len(store.times)) or low < store.data_from or low < store.cq_from:
+        return -1
+    return store.times[low]
+
+
 def computed_start(state: PullState, queue_id: int, last: int) -> int:
     """computePullFromWhere after ``readOffset`` answered ``last`` (PULL-28)."""
     cfg, store = state.config, state.queues[queue_id].store

@@ -130,5 +130,21 @@ CLAUSES = ClauseTable(
             "NettyRemotingAbstract.processRequestCommand (setSerializeTypeCurrentRPC in the processor's callback "
             "only); RequestTask.returnResponse",
         ),
+        Clause(
+            "WIRE-18",
+            "When a client's connection closes, every caller still waiting for the response to a request sent on it "
+            "is failed at once, without a response, and no response reaches it afterwards (a request may still be "
+            "read and processed by the server).",
+            "NettyRemotingClient.NettyConnectManageHandler.close (closeChannel, failFast); "
+            "NettyRemotingAbstract.failFast/requestFail",
+        ),
+        Clause(
+            "WIRE-19",
+            "A message id is read as hex digit pairs (a character outside 0-9A-F, upper-cased, counts as -1; an odd "
+            "last character is ignored): an address of 4 bytes for a 32-character id, of 16 otherwise, an int32 "
+            "port, which must be 0..65535, then the int64 commit-log offset; an empty id, too few bytes or a port "
+            "out of range fail the request.",
+            "MessageDecoder.decodeMessageId; UtilAll.string2bytes; InetSocketAddress.checkPort",
+        ),
     ),
 )

@@ -8,6 +8,7 @@ from rocketspec.spec.remoting.machine import (
     TRANSITIONS,
     Action,
     Bounds,
+    CallerTimesOut,
     Config,
     ConnectionState,
     ResponseArrives,
@@ -48,6 +49,15 @@ def _first_response_in_time_is_seen(before: ConnectionState, action: Action, aft
     return not was.waiting or (now.seen == 1 and not now.waiting)
 
 
+def _given_up_without_a_response(before: ConnectionState, action: Action, after: ConnectionState) -> bool:
+    """A caller that times out or whose connection closes is failed, no response given (WIRE-5, WIRE-18)."""
+    if not isinstance(action, CallerTimesOut):
+        return True
+    was, now = call_of(before, action.opaque), call_of(after, action.opaque)
+    assert was is not None and now is not None
+    return now.seen == was.seen and not now.waiting
+
+
 INVARIANTS: tuple[Invariant[ConnectionState], ...] = (
     Invariant("a oneway request, or one marked as a response, is never answered",
               ("WIRE-4", "WIRE-5", "WIRE-7", "WIRE-12"), _never_answered),
@@ -59,6 +69,8 @@ INVARIANTS: tuple[Invariant[ConnectionState], ...] = (
 STEP_INVARIANTS: tuple[StepInvariant[ConnectionState, Action], ...] = (
     StepInvariant("a response reaches only a waiting caller", ("WIRE-5",), _no_response_after_timeout),
     StepInvariant("the first response in time ends the wait", ("WIRE-5", "WIRE-8"), _first_response_in_time_is_seen),
+    StepInvariant("a caller given up on, or failed by its connection closing, sees no response",
+                  ("WIRE-5", "WIRE-18"), _given_up_without_a_response),
 )
 
 

@@ -102,7 +102,8 @@ class ResponseArrives:
 
 @attrs.frozen
 class CallerTimesOut:
-    """The caller stops waiting; the request's entry is removed (``scanResponseTable``)."""
+    """The caller stops waiting: its timeout passed (``scanResponseTable``) or its connection closed (``failFast``,
+    WIRE-18); the request's entry is removed."""
 
     opaque: int
 
@@ -184,7 +185,8 @@ def _can_time_out(state: ConnectionState, action: CallerTimesOut) -> bool:
 
 
 def _timed_out(state: ConnectionState, action: CallerTimesOut) -> ConnectionState:
-    """The caller gives up; what arrives for the request afterwards is dropped (WIRE-5)."""
+    """The caller gives up, or its connection closed and failed it without a response (WIRE-18); what arrives for
+    the request afterwards is dropped (WIRE-5)."""
     call = call_of(state, action.opaque)
     assert call is not None
     return _with(state, action.opaque, attrs.evolve(call, waiting=False))
@@ -239,7 +241,7 @@ TRANSITIONS: TransitionTable[ConnectionState, Action, Bounds] = TransitionTable(
     Transition(RequestArrives, _can_arrive, _arrived, _arrive_candidates, ("WIRE-8",)),
     Transition(ServerAnswers, _can_answer, _answered, _answer_candidates, ("WIRE-4", "WIRE-7", "WIRE-8", "WIRE-12")),
     Transition(ResponseArrives, _can_reach, _reached, _reach_candidates, ("WIRE-5", "WIRE-8")),
-    Transition(CallerTimesOut, _can_time_out, _timed_out, _time_out_candidates, ("WIRE-5",)),
+    Transition(CallerTimesOut, _can_time_out, _timed_out, _time_out_candidates, ("WIRE-5", "WIRE-18")),
 ))
 
 #: Whether an action can happen in a state (its transition's guard).

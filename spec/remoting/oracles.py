@@ -437,6 +437,39 @@ def offset_message_id(store_host: bytes, store_port: int, commit_log_offset: int
     return (store_host + struct.pack(">iq", store_port, commit_log_offset)).hex().upper()
 
 
+_HEX_DIGITS = "0123456789ABCDEF"
+
+
+@CLAUSES.oracle("WIRE-13", "WIRE-19")
+def message_id_offset(msg_id: str) -> int | Refused:
+    """The commit-log offset a 4.9.8 broker reads from a message id (``MessageDecoder.decodeMessageId``, WIRE-19):
+    the id upper-cased, read as pairs of hex digits (``UtilAll.string2bytes``: a character that is not a digit is
+    -1, so the pair is ``(byte) (hi << 4 | lo)``; an odd last character is left out), then an address of 4 bytes
+    when the id has 32 characters (16 otherwise), an int32 port (``InetSocketAddress`` wants 0..65535) and the
+    int64 offset. Refused, naming what 4.9.8 throws: an empty id (``string2bytes`` gives null), too few bytes, a
+    port out of range. The inverse of ``offset_message_id`` (WIRE-13).
+
+    pre: len(msg_id) <= 60
+    post: not isinstance(__return__, int) or len(msg_id) >= 32
+    post: not isinstance(__return__, Refused) or __return__.reason.startswith("java.")
+    post: msg_id != "" or isinstance(__return__, Refused)
+    """
+    if not msg_id:
+        return Refused("java.lang.NullPointerException")
+    upper = msg_id.upper()
+    raw = bytes(((_HEX_DIGITS.find(upper[2 * i]) << 4) | _HEX_DIGITS.find(upper[2 * i + 1])) & 0xFF
+                for i in range(len(upper) // 2))
+    ip_len = 4 if _java_units(msg_id) == 32 else 16
+    if len(raw) < ip_len + 4:
+        return Refused("java.nio.BufferUnderflowException")
+    (port,) = _LENGTH.unpack_from(raw, ip_len)
+    if not 0 <= port <= 0xFFFF:
+        return Refused(f"java.lang.IllegalArgumentException: port out of range:{port}")
+    if len(raw) < ip_len + 12:
+        return Refused("java.nio.BufferUnderflowException")
+    return int(struct.unpack_from(">q", raw, ip_len + 4)[0])
+
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # What only a socket server shows: the VIP channel, flow control, idle connections (WIRE-14, WIRE-15, WIRE-16)

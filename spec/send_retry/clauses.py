@@ -214,5 +214,39 @@ CLAUSES = ClauseTable(
             "DefaultMQProducer.start, send; DefaultMQProducerImpl.sendDefaultImpl, sendKernelImpl; "
             "MQClientAPIImpl.processSendResponse",
         ),
+        Clause(
+            "SEND-27",
+            "A send to a given queue (send(msg, mq), or the queue a MessageQueueSelector returns, sendSelectImpl) "
+            "makes one sendKernelImpl attempt to that queue (its topic wrapped in the namespace): the round-robin "
+            "counters are not used and a SYNC or ONEWAY attempt records no fault item; a SYNC send returns the "
+            "attempt's SendResult whatever its status and throws its exception as is (no retry, no 'Send [n] times'); "
+            "an ASYNC send's failures without a response are retried by the callback on the same broker and queue "
+            "(no topic publish info), up to retryTimesWhenSendAsyncFailed, and no dispatch is recorded. After the "
+            "message checks (SEND-24), send(msg, mq) refuses a queue of another topic ('message's topic not equal "
+            "mq's topic', no route lookup); sendSelectImpl looks the route up ('No route info for this topic, ' when "
+            "its queue list is empty) and fails with 'select message queue threw exception.' when the selector "
+            "throws or, under a namespace, returns null (queueWithNamespace(null)), and with 'select message queue "
+            "return null.' when it returns null without one.",
+            "DefaultMQProducerImpl.send(Message, MessageQueue, ...), sendSelectImpl, sendKernelImpl; "
+            "ClientConfig.queueWithNamespace; MQClientAPIImpl.sendMessageAsync, onExceptionImpl (topicPublishInfo "
+            "null)",
+        ),
+        Clause(
+            "SEND-28",
+            "SelectMessageQueueByHash selects the queue at Math.abs(arg.hashCode() % n) of the n queues it is given "
+            "(Java's truncating %).",
+            "SelectMessageQueueByHash.select",
+        ),
+        Clause(
+            "SEND-29",
+            "send(Collection) builds a MessageBatch: an empty batch, a message with a delay level, one on a %RETRY% "
+            "topic, messages of different topics or waitStoreMsgOK, or a message the checks of SEND-24 refuse (its "
+            "topic outside the namespace) fail with MQClientException 'Failed to initiate the MessageBatch' (code -1) "
+            "and no attempt; otherwise the batch is sent like one message (SEND-1..26) whose topic is the first "
+            "message's wrapped in the namespace and whose body is the encoded batch (per message 20 bytes of header, "
+            "the body, 2 bytes and the properties text), checked again by SEND-24.",
+            "DefaultMQProducer.send(Collection), batch; MessageBatch.generateFromList, encode; "
+            "MessageDecoder.encodeMessages",
+        ),
     ),
 )

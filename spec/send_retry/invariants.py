@@ -44,7 +44,7 @@ from rocketspec.spec.versions import DEFAULT_PROFILE, VersionProfile
 
 
 def _limit_respected(state: SendState) -> bool:
-    return state.attempts <= state.config.limit and state.requests <= state.attempts
+    return state.attempts <= state.limit and state.requests <= state.attempts
 
 
 def _faults_only_when_enabled(state: SendState) -> bool:

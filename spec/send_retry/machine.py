@@ -22,12 +22,16 @@ from rocketspec.spec.send_retry.clauses import CLAUSES
 from rocketspec.spec.send_retry.namespace import unwrapped, wrap
 from rocketspec.spec.send_retry.oracles import (
     ATTEMPT_FAILURES,
+    BatchEntry,
     Failure,
     FaultTable,
     QueueData,
     Selection,
     attempt_limit,
     attempt_within_budget,
+    batch_body_len,
+    batch_refusal,
+    direct_send_refusal,
     failure_retried,
     message_refusal,
     record_fault,
@@ -70,10 +74,23 @@ PENDING = Outcome(OutcomeKind.PENDING)
 
 @attrs.frozen
 class MessageShape:
-    """What the producer's checks read of a message (SEND-24): its topic and its body's length (None: no body)."""
+    """What the producer's checks read of a message (SEND-24): its topic and its body's length (None: no body); for a
+    batch (``send(Collection)``, SEND-29) its messages, the topic and body then being the batch's."""
 
     topic: str | None
     body_len: int | None
+    batch: tuple[BatchEntry, ...] | None = None
+
+
+@attrs.frozen
+class Target:
+    """Where a send without the retry loop goes (SEND-27): the queue the user names (``send(msg, mq)``) or the one
+    its selector returns (``by_selector``: ``sendSelectImpl``; None: it returned null; ``threw``: it threw), named
+    outside the namespace as the user sees it."""
+
+    queue: MessageQueue | None
+    by_selector: bool = False
+    threw: bool = False
 
 
 @attrs.frozen
@@ -124,6 +141,7 @@ class SendState:
     outcome: Outcome = PENDING
     waited: bool = False
     message: MessageShape | None = None  # None: a message the producer's checks pass (SEND-24)
+    target: Target | None = None  # a send to a chosen queue (SEND-27); None: the retry loop of sendDefaultImpl
 
     @property
     def done(self) -> bool:
@@ -133,12 +151,28 @@ class SendState:
     def elapsed_ms(self) -> int:
         return self.now_ms - self.started_ms
 
+    @property
+    def limit(self) -> int:
+        """The attempts the current send may make: SEND-1, or for a send to a chosen queue one, the ASYNC callback
+        still retrying (SEND-27)."""
+        cfg = self.config
+        if self.target is not None:
+            return attempt_limit(cfg.mode, 0, cfg.async_retry_times)
+        return cfg.limit
+
+    @property
+    def kernel_only(self) -> bool:
+        """A SYNC or ONEWAY send to a chosen queue: sendKernelImpl alone, no retry, no fault item (SEND-27)."""
+        return self.target is not None and self.config.mode is not CommunicationMode.ASYNC
+
 
 @attrs.frozen
 class NewSend:
-    """The thread starts sending the next message (``message``: its shape, None for one the checks pass)."""
+    """The thread starts sending the next message (``message``: its shape, None for one the checks pass), to the
+    queue ``target`` names (SEND-27) or, None, through the retry loop."""
 
     message: MessageShape | None = None
+    target: Target | None = None
 
 
 @attrs.frozen
@@ -198,6 +232,10 @@ Action = (
 def selections(state: SendState) -> frozenset[Selection]:
     """Every selection the producer may make for the next attempt of ``state``'s send (SEND-13, SEND-17)."""
     cfg = state.config
+    target = _target_queue(state)
+    if target is not None:
+        # The chosen queue, the counters untouched; an ASYNC retry goes to its broker again (SEND-27).
+        return frozenset({Selection(target, state.counter, state.worst_counter, state.queues, state.faults)})
     if not state.queues:
         return frozenset()  # no queue to select: the send has no route (SEND-23)
     last = state.last.broker_name if state.last is not None else None
@@ -244,13 +282,40 @@ def result_topic(state: SendState) -> str | None:
     return unwrapped(state.last.topic, state.config.namespace)
 
 
-def refusal(state: SendState) -> tuple[int, str] | None:
-    """Why the producer refuses the current send's message (SEND-24): the checks see the topic wrapped in the
-    namespace (SEND-26). None when it does not refuse it."""
-    shape = state.message
-    if shape is None:
+def _target_queue(state: SendState) -> MessageQueue | None:
+    """The queue a send to a chosen queue goes to, its topic wrapped in the namespace (SEND-26, SEND-27)."""
+    target = state.target
+    if target is None or target.queue is None:
         return None
-    return message_refusal(wire_topic(state.config, shape.topic), shape.body_len, state.config.max_message_size)
+    queue = target.queue
+    return MessageQueue(wire_topic(state.config, queue.topic) or "", queue.broker_name, queue.queue_id)
+
+
+def refusal(state: SendState) -> tuple[int, str] | None:
+    """Why the producer refuses the current send's message before any attempt: a batch it cannot build (SEND-29), the
+    checks (SEND-24; they see the topic wrapped in the namespace, SEND-26), then for a send to a chosen queue a queue
+    of another topic or a selector that failed (SEND-27, once the route is found). None when it does not refuse it."""
+    shape, cfg = state.message, state.config
+    topic = None
+    if shape is not None:
+        if shape.batch is not None:
+            reason = batch_refusal(shape.batch, cfg.max_message_size)
+            if reason is not None:
+                return reason
+            topic = shape.batch[0].topic
+            reason = message_refusal(wire_topic(cfg, topic), batch_body_len(shape.batch), cfg.max_message_size)
+        else:
+            topic = shape.topic
+            reason = message_refusal(wire_topic(cfg, topic), shape.body_len, cfg.max_message_size)
+        if reason is not None:
+            return reason
+    target = state.target
+    if target is None or (target.by_selector and not state.queues):
+        return None
+    queue = _target_queue(state)
+    queue_topic = queue.topic if queue is not None else None
+    message_topic = wire_topic(cfg, topic) if shape is not None else queue_topic
+    return direct_send_refusal(message_topic, queue_topic, target.by_selector, target.threw, cfg.namespace)
 
 
 def _awaiting_selection(state: SendState) -> bool:
@@ -266,7 +331,8 @@ def _time_passes_enabled(state: SendState, action: TimePasses) -> bool:
 
 
 def _select_enabled(state: SendState, action: SelectQueue) -> bool:
-    return bool(state.queues) and _awaiting_selection(state) and _selection_for(state, action.queue) is not None
+    return (bool(state.queues) or state.target is not None) and _awaiting_selection(state) \
+        and _selection_for(state, action.queue) is not None
 
 
 def _refused_enabled(state: SendState, action: MessageRefused) -> bool:
@@ -274,7 +340,9 @@ def _refused_enabled(state: SendState, action: MessageRefused) -> bool:
 
 
 def _no_route_enabled(state: SendState, action: NoRoute) -> bool:
-    return not state.queues and _awaiting_selection(state) and state.attempts == 0
+    # send(msg, mq) looks no route up (SEND-27).
+    return not state.queues and _awaiting_selection(state) and state.attempts == 0 \
+        and (state.target is None or state.target.by_selector)
 
 
 def _in_flight(state: SendState) -> bool:
@@ -302,6 +370,8 @@ def _failed_enabled(state: SendState, action: AttemptFailed) -> bool:
 
 
 def _record(state: SendState, broker_name: str, latency_ms: int, now_ms: int, isolation: bool) -> FaultTable:
+    if state.kernel_only:
+        return state.faults  # sendKernelImpl records no fault item (SEND-27)
     return record_fault(state.faults, broker_name, latency_ms, now_ms, isolation, state.config.fault_enabled)
 
 
@@ -317,7 +387,7 @@ def _ran_out(state: SendState, failure: Failure, code: int | None) -> SendState:
 
 
 def _retry_or_end(state: SendState, failure: Failure, code: int | None) -> SendState:
-    if state.attempts < state.config.limit:
+    if state.attempts < state.limit:
         return attrs.evolve(state, in_flight=None)
     return _ran_out(state, failure, code)
 
@@ -359,7 +429,7 @@ def _select(state: SendState, action: SelectQueue) -> SendState:
         state, attempts=state.attempts + 1, requests=state.requests + 1, last=queue, in_flight=queue,
         first_queue_id=queue.queue_id if state.first_queue_id is None else state.first_queue_id,
     )
-    if cfg.mode is CommunicationMode.ASYNC and not retry:
+    if cfg.mode is CommunicationMode.ASYNC and not retry and state.target is None:
         # sendDefaultImpl records the dispatch of the first ASYNC request as a quick call (SEND-14).
         state = attrs.evolve(
             state, faults=_record(state, queue.broker_name, 0, state.now_ms, isolation=False)
@@ -378,7 +448,8 @@ def _answered(state: SendState, action: AttemptAnswered) -> SendState:
     now = state.now_ms + action.latency_ms
     faults = _record(state, state.in_flight.broker_name, action.latency_ms, now, isolation=False)
     state = attrs.evolve(state, now_ms=now, faults=faults)
-    if action.status is not None and status_retried(action.status, cfg.mode, cfg.retry_another):
+    if action.status is not None and state.target is None and status_retried(action.status, cfg.mode,
+                                                                              cfg.retry_another):
         return _retry_or_end(attrs.evolve(state, held=action.status), Failure.BROKER, None)
     return _end(state, Outcome(OutcomeKind.SENT, status=action.status))
 
@@ -394,7 +465,7 @@ def _broker_error(state: SendState, action: BrokerErrorResponse) -> SendState:
     now = state.now_ms + action.latency_ms
     faults = _record(state, state.in_flight.broker_name, action.latency_ms, now, isolation=True)
     state = attrs.evolve(state, now_ms=now, faults=faults)
-    if response_code_retried(action.code, cfg.mode, cfg.retry_codes):
+    if state.target is None and response_code_retried(action.code, cfg.mode, cfg.retry_codes):
         return _retry_or_end(state, Failure.BROKER, action.code)
     if state.held is not None:
         return _end(state, Outcome(OutcomeKind.SENT, status=state.held))
@@ -413,6 +484,10 @@ def _failed(state: SendState, action: AttemptFailed) -> SendState:
     broker = state.in_flight.broker_name
     now = state.now_ms + action.latency_ms
     interrupted = action.kind is Failure.INTERRUPTED
+    if state.kernel_only or (state.target is not None and state.requests == 1 and action.kind is Failure.CLIENT):
+        # Without the retry loop the attempt's exception reaches the caller as it is (SEND-27).
+        now_state = attrs.evolve(state, now_ms=now)
+        return _end(now_state, Outcome(OutcomeKind.FAILED, failure=action.kind))
     retried = failure_retried(action.kind, cfg.mode, cfg.profile)
     if interrupted and not retried:
         # sendDefaultImpl records an interruption without isolation; the pre-4.9.3 ASYNC retry path records
@@ -437,6 +512,7 @@ def _new_send(state: SendState, action: NewSend) -> SendState:
     return attrs.evolve(
         state, sends=state.sends + 1, started_ms=state.now_ms, attempts=0, requests=0, last=None,
         first_queue_id=None, in_flight=None, held=None, outcome=PENDING, waited=False, message=action.message,
+        target=action.target,
     )
 
 
@@ -472,10 +548,18 @@ class Bounds:
     codes: tuple[int, ...] = (int(ResponseCode.SYSTEM_ERROR), int(ResponseCode.SYSTEM_BUSY))
     wait_ms: int = 60_000
     max_sends: int = 2
+    direct: bool = False  # also sends to a chosen queue (SEND-27; the invariants assume the retry loop)
 
 
 def _new_send_candidates(state: SendState, bounds: Bounds) -> tuple[NewSend, ...]:
-    return (NewSend(),) if state.sends < bounds.max_sends else ()
+    if state.sends >= bounds.max_sends:
+        return ()
+    if not bounds.direct or not state.queues:
+        return (NewSend(),)
+    first = state.queues[0]
+    # A send to the first queue, as the user names it (SEND-27).
+    named = MessageQueue(unwrapped(first.topic, state.config.namespace) or "", first.broker_name, first.queue_id)
+    return NewSend(), NewSend(target=Target(named))
 
 
 def _time_passes_candidates(state: SendState, bounds: Bounds) -> tuple[TimePasses, ...]:

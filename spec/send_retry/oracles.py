@@ -21,6 +21,7 @@ from rocketspec.spec.protocol import (
     NOT_ALLOWED_SEND_TOPICS,
     NOT_AVAILABLE_DURATION_MS,
     PERM_WRITE,
+    RETRY_GROUP_TOPIC_PREFIX,
     TOPIC_MAX_LENGTH,
     CommunicationMode,
     ResponseCode,
@@ -690,3 +691,114 @@ def message_refusal(topic: str | None, body_len: int | None, max_message_size: i
         return int(ResponseCode.MESSAGE_ILLEGAL), f"the message body size over max value, MAX: {max_message_size}"
     return None
 
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Oracles: sends to a chosen queue, the hash selector, batches.
+
+#: Why a send to a given queue or a selector's queue fails before its attempt (SEND-27).
+TOPIC_NOT_EQUAL = "message's topic not equal mq's topic"
+SELECTOR_THREW = "select message queue threw exception."
+SELECTOR_NULL = "select message queue return null."
+#: What send(Collection) throws when the MessageBatch cannot be built (SEND-29).
+BATCH_FAILED = "Failed to initiate the MessageBatch"
+#: MessageDecoder.encodeMessage: totalSize, magic, bodyCRC, flag and bodyLen ints, then the properties' short length.
+BATCH_ENTRY_HEAD_BYTES = 20
+BATCH_PROPERTIES_LEN_BYTES = 2
+
+
+@CLAUSES.oracle("SEND-27")
+def direct_send_refusal(
+    message_topic: str | None, queue_topic: str | None, by_selector: bool, selector_threw: bool,
+    namespace: str | None,
+) -> tuple[int, str] | None:
+    """Why a send to a given queue (``by_selector`` False: ``send(msg, mq)``) or to the queue a selector returned
+    (``sendSelectImpl``) fails before its one attempt, once the message checks passed (SEND-27): the code and message
+    of the MQClientException; None when the attempt is made. ``message_topic`` and ``queue_topic`` are as the producer
+    compares them, in the namespace; ``queue_topic`` None: the selector returned null, which ``queueWithNamespace``
+    dereferences under a non-empty ``namespace``.
+
+    pre: message_topic is None or len(message_topic) <= 4
+    pre: queue_topic is None or len(queue_topic) <= 4
+    post: __return__ is None or __return__[0] == NO_RESPONSE_CODE
+    post: by_selector or (__return__ is None) == (message_topic == queue_topic)
+    post: not by_selector or not selector_threw or __return__ == (NO_RESPONSE_CODE, SELECTOR_THREW)
+    post: not by_selector or selector_threw or queue_topic is None or __return__ is None
+    """
+    if by_selector:
+        if selector_threw or (queue_topic is None and namespace):
+            return NO_RESPONSE_CODE, SELECTOR_THREW
+        if queue_topic is None:
+            return NO_RESPONSE_CODE, SELECTOR_NULL
+        return None
+    if message_topic != queue_topic:
+        return NO_RESPONSE_CODE, TOPIC_NOT_EQUAL
+    return None
+
+
+@CLAUSES.oracle("SEND-28")
+def hash_selection(queue_count: int, hash_code: int) -> int:
+    """The position SelectMessageQueueByHash takes among ``queue_count`` queues for an argument whose
+    ``hashCode()`` is ``hash_code``: ``Math.abs(hash_code % queue_count)``, Java's truncating % (SEND-28).
+
+    pre: 0 < queue_count <= 64
+    pre: -(2**31) <= hash_code <= INT_MAX
+    post: 0 <= __return__ < queue_count
+    post: hash_code < 0 or __return__ == hash_code % queue_count
+    post: (hash_code - __return__) % queue_count == 0 or (hash_code + __return__) % queue_count == 0
+    """
+    return int_abs(rem(hash_code, queue_count))
+
+
+@attrs.frozen
+class BatchEntry:
+    """One message of a batch as MessageBatch and the checks read it (SEND-29): its topic (outside the namespace),
+    body length (None: no body), the UTF-8 length of its properties text when encoded, delay level and
+    waitStoreMsgOK."""
+
+    topic: str | None
+    body_len: int | None
+    properties_len: int = 0
+    delay_level: int = 0
+    wait_store_msg_ok: bool = True
+
+
+@CLAUSES.oracle("SEND-29")
+def batch_refusal(entries: tuple[BatchEntry, ...], max_message_size: int) -> tuple[int, str] | None:
+    """Why ``send(Collection)`` cannot build the MessageBatch of ``entries`` (SEND-29): (-1, 'Failed to initiate the
+    MessageBatch') for no message, a delay level, a %RETRY% topic, a topic or waitStoreMsgOK unlike the first
+    message's, or a message the checks of SEND-24 refuse; None when the batch is built.
+
+    pre: len(entries) <= 2 and max_message_size > 0
+    pre: all(e.topic is None or len(e.topic) <= 4 for e in entries)
+    post: __return__ is None or __return__ == (NO_RESPONSE_CODE, BATCH_FAILED)
+    post: __return__ is not None or (len(entries) > 0 and all(e.topic == entries[0].topic for e in entries))
+    post: __return__ is not None or all(e.delay_level <= 0 for e in entries)
+    post: __return__ is not None or all(message_refusal(e.topic, e.body_len, max_message_size) is None for e in entries)
+    """
+    if not entries:
+        return NO_RESPONSE_CODE, BATCH_FAILED
+    first = entries[0]
+    for entry in entries:
+        if entry.topic is None or entry.delay_level > 0 or entry.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return NO_RESPONSE_CODE, BATCH_FAILED
+        if entry.topic != first.topic or entry.wait_store_msg_ok != first.wait_store_msg_ok:
+            return NO_RESPONSE_CODE, BATCH_FAILED
+    for entry in entries:
+        if message_refusal(entry.topic, entry.body_len, max_message_size) is not None:
+            return NO_RESPONSE_CODE, BATCH_FAILED
+    return None
+
+
+@CLAUSES.oracle("SEND-29")
+def batch_body_len(entries: tuple[BatchEntry, ...]) -> int:
+    """The length of the encoded MessageBatch of ``entries`` (SEND-29), the body the batch's own checks (SEND-24)
+    measure: per message 20 bytes of header, its body, 2 bytes and its properties text.
+
+    pre: len(entries) <= 3
+    pre: all(e.body_len is not None and 0 <= e.body_len <= 100 and 0 <= e.properties_len <= 100 for e in entries)
+    post: __return__ >= 22 * len(entries)
+    post: len(entries) != 1 or __return__ == 22 + entries[0].body_len + entries[0].properties_len
+    """
+    return sum(BATCH_ENTRY_HEAD_BYTES + (e.body_len or 0) + BATCH_PROPERTIES_LEN_BYTES + e.properties_len
+               for e in entries)
