@@ -75,9 +75,15 @@ class Lockstep:
         if not self.table.enabled(self.state, action):
             clauses = ", ".join(self.table.clauses_of(action)) if type(action) in self.table.by_kind else "none"
             who = "the implementation did" if actor == "observed" else "the rule drove"
+            # The rules of the action that led here: an observed action the spec refuses usually breaks one of them.
+            driven = next((t.action for t in reversed(self.trail) if t.actor == "rule"), None)
+            after = ""
+            if driven is not None and type(driven) in self.table.by_kind:
+                after = (f", after {self.table.label(driven)} (clauses "
+                         f"{', '.join(self.table.clauses_of(driven))})")
             raise LockstepFailure(
                 f"{who} {action!r} ({note or self.table.label(action)}; clauses {clauses}), which the spec does not "
-                f"allow here\n{self.describe()}\n  spec state: {pprint.pformat(self.state, width=116)}")
+                f"allow here{after}\n{self.describe()}\n  spec state: {pprint.pformat(self.state, width=116)}")
         self.state = self.table.step(self.state, action)
         self.trail.append(Taken(actor, action, note))
         return self.state

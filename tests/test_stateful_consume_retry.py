@@ -37,7 +37,7 @@ test_consume_retry_machine = machine_test(ConsumeRetryMachine, 60, 30)
 
 
 # ---------------------------------------------------------------------------------------------------- mutants
-MUTANT_EXAMPLES, MUTANT_STEPS = 60, 25
+MUTANT_EXAMPLES, MUTANT_STEPS = 120, 25
 # Each breaks one rule of the implementation; the machine must find a failing program (and name the clause).
 MUTANTS = {
     "dlq_threshold_off_by_one": (
