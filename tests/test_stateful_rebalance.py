@@ -349,7 +349,7 @@ class RebalanceMachine(RebalanceSides):
         self.settle(0)
 
 
-test_rebalance_machine = machine_test(RebalanceMachine, 150, 40)
+test_rebalance_machine = machine_test(RebalanceMachine, 110, 40)
 
 
 # ------------------------------------------------------------------------------------------------ scripted programs
