@@ -799,6 +799,7 @@ def test_refused_locks_let_a_suspended_batch_come_back_late() -> None:
     assert not cr.enabled(fresh(), cr.LocksRefused())  # a concurrent consumer holds no locks
 
 
+@pytest.mark.slow  # long: the slow tier runs it (the README suite stays under 8 minutes)
 def test_the_model_reaches_every_interesting_case() -> None:
     states = list(reachable(cr.model()))
     chains = [(s, c) for s in states for c in s.chains]

@@ -351,6 +351,7 @@ def test_mutant_assignment_ignores_the_broker_offset() -> None:
     assert {"OFF-13", "OFF-19"} <= failed(mod, (machine_config(mod),), max_crashes=1)
 
 
+@pytest.mark.slow  # long: the slow tier runs it (the README suite stays under 8 minutes)
 def test_late_writes_need_the_exemption() -> None:
     """Without OFF-18's exception for late writes the explorer finds the race of OFF-12."""
     mod = mutant(oc, "if lane.memory == NO_OFFSET or not state.config.forgets or held.late_write:",
