@@ -52,12 +52,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+# coverage is a test dependency too: the suite weighs modules by their statements (excluded_share).
+from coverage.numbits import numbits_to_nums
+from coverage.parser import PythonParser
+
 try:  # the optional `mutation` dependencies: main() says how to install them
     from cosmic_ray.commands.init import _all_work_items
     from cosmic_ray.mutating import mutate_code
     from cosmic_ray.plugins import get_operator
-    from coverage.numbits import numbits_to_nums
-    from coverage.parser import PythonParser
 except ImportError as missing:
     _MISSING: ImportError | None = missing
 else:
