@@ -85,12 +85,6 @@ PULL_TIME_DELAY_MS_WHEN_SUSPEND = 1_000
 SEND_BACK_TIMEOUT_MS = 5_000
 
 
-def _resolved(value: Any) -> Future[Any]:
-    future: Future[Any] = Future()
-    future.set_result(value)
-    return future
-
-
 class PushConsumer:
     """A push consumer of ``config.group`` on a client instance; ``listener(msgs)`` or ``listener(msgs, context)``
     returns a ``ConsumeStatus`` (orderly: a ``ConsumeOrderlyStatus``)."""

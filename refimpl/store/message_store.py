@@ -90,37 +90,6 @@ class MessageStore(StoreWrites, StoreReads, StoreHousekeeping):
         self.flusher = FlushService(runtime, disk, self.commit_log, self.consume_queues, mode=flush,
                                     interval_ms=flush_interval_ms, checkpoint=checkpoint)
 
-    # ---- settings held by the parts -----------------------------------------------------------------------------
-    # Each lives in the one part that uses it, so there is one value; set here, it applies from then on (to segments
-    # and consume queues made later, to the next put or flush).
-
-    @property
-    def segment_bytes(self) -> int:
-        """The size of a commit-log segment (``mappedFileSizeCommitLog``)."""
-        return self.commit_log.segment_bytes
-
-    @segment_bytes.setter
-    def segment_bytes(self, value: int) -> None:
-        self.commit_log.segment_bytes = value
-
-    @property
-    def cq_segment_entries(self) -> int:
-        """Entries per consume-queue file (``mappedFileSizeConsumeQueue`` / 20) of the queues created from now on."""
-        return self.consume_queues.entries
-
-    @cq_segment_entries.setter
-    def cq_segment_entries(self, value: int) -> None:
-        self.consume_queues.entries = value
-
-    @property
-    def flush_mode(self) -> str:
-        """``flushDiskType``: "sync" (SYNC_FLUSH) or "async" (ASYNC_FLUSH)."""
-        return self.flusher.mode
-
-    @flush_mode.setter
-    def flush_mode(self, value: str) -> None:
-        self.flusher.mode = value
-
     # ---- flushing, closing --------------------------------------------------------------------------------------
 
     def flush(self) -> None:
