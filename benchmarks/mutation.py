@@ -104,6 +104,9 @@ MACHINES_EXCLUDED: dict[str, str] = {
     "refimpl/acl_config.py": "plain ACL: parsing plain_acl.yml",
     "refimpl/acl_address.py": "plain ACL: address patterns of accounts",
     "refimpl/acl_signature.py": "plain ACL: the HMAC signature of a request",
+    "refimpl/broker/config_file.py": "serve --broker-config: reading a broker.conf at start-up, before any request "
+                                     "(tests/test_serve_config.py)",
+    "refimpl/namesrv_config.py": "serve --namesrv-config: reading a name server file at start-up",
 }
 MAX_EXCLUDED_SHARE = 0.15
 TIMING_PLUGIN = '''
@@ -246,7 +249,8 @@ COVERAGE_AREAS: dict[str, tuple[tuple[str, ...], str]] = {
                              "refimpl/properties.py"), "name_server"),
     "broker requests, admin": (("refimpl/broker/broker.py", "refimpl/broker/send.py", "refimpl/broker/topics.py",
                                 "refimpl/broker/groups.py",
-                                "refimpl/broker/config.py", "refimpl/broker/admin_topics.py",
+                                "refimpl/broker/config.py", "refimpl/broker/config_settings.py",
+                                "refimpl/broker/admin_topics.py",
                                 "refimpl/broker/admin_runtime.py", "refimpl/broker/admin_maintenance.py",
                                 "refimpl/broker/stats.py", "refimpl/broker/query.py", "refimpl/broker/reply.py",
                                 "refimpl/broker/services.py", "refimpl/index.py"), "broker_requests"),

@@ -8,7 +8,6 @@ the case ends (or is stopped at ``--timeout``). ``expect*`` raise :class:`CaseFa
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections.abc import Iterable
 from typing import TypeVar
@@ -17,6 +16,7 @@ import attrs
 
 from rocketspec.conformance import requests
 from rocketspec.conformance.checks import CaseAborted, CaseChecks
+from rocketspec.conformance.cleanup import run_name
 from rocketspec.conformance.model import Case, CaseFailed
 from rocketspec.conformance.target import Broker, Target
 from rocketspec.conformance.wire import Recorder, WireClient
@@ -26,8 +26,6 @@ from rocketspec.spec.protocol import DEFAULT_PERM, ResponseCode
 
 T = TypeVar("T")
 _serial = itertools.count(1)
-# One run's names share a prefix, so a target's leftovers can be told apart (and deleted) by run.
-RUN_TAG = f"{os.getpid() % 100000:05d}{int(time.time()) % 100000:05d}"
 
 
 @attrs.frozen
@@ -112,7 +110,7 @@ class BrokerContext(CaseChecks):
     # ------------------------------------------------------------------------------------------------------ names
     def name(self, kind: str) -> str:
         """A name no other case or run uses: ``rscf_<kind>_<run>_<n>`` (valid as a topic and a group)."""
-        return f"rscf_{kind}_{RUN_TAG}_{next(_serial)}"
+        return run_name(kind, next(_serial))
 
     def topic(self, queues: int = 4, *, perm: int = DEFAULT_PERM, brokers: Iterable[int] | None = None,
               order: bool = False, wait_route: bool = True) -> str:

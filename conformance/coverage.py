@@ -3,16 +3,19 @@
 A clause is *broker-side* when it states what a name server or broker answers, stores or sends (what a broker
 author implements); *client-side* when it states what a client sends or decides. Some rules are both (a lock's
 lifetime on each side). Every responsible clause that no case reaches is listed with the reason it cannot be checked
-over the wire from outside (a slave-only rule, a timer of days, a client's internal state).
+over the wire from outside (a slave-only rule, a timer of days, a client's internal state). After a run, a clause
+counts as covered only when a case citing it reached a verdict (passed, failed, non-strict): a skipped case or one
+that ended in an error judged nothing.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 import attrs
 
-from rocketspec.conformance.model import Case
+from rocketspec.conformance.model import VERDICTS, Case, CaseResult
 from rocketspec.spec import AREAS, area_module
 
 
@@ -124,7 +127,7 @@ UNREACHED_REASONS: dict[str, str] = {
 
 @attrs.frozen
 class Coverage:
-    """Responsible clauses, the ones the given cases cite, and the rest with reasons."""
+    """Responsible clauses, the ones the cases judged (or, without a run, cite), and the rest with reasons."""
 
     side: str
     responsible: tuple[str, ...]
@@ -148,12 +151,37 @@ def known_clauses() -> set[str]:
     return {cid for area in AREAS for cid in area_module(area).CLAUSES.ids}
 
 
-def coverage(side: str, cases: Sequence[Case], reasons: Mapping[str, str] | None = None) -> Coverage:
-    """The coverage of ``side`` ("broker" or "client") by ``cases``."""
+def coverage(side: str, cases: Sequence[Case], reasons: Mapping[str, str] | None = None,
+             results: Sequence[CaseResult] | None = None) -> Coverage:
+    """The coverage of ``side`` ("broker" or "client") by ``cases``: a clause is covered when a case cites it.
+
+    Given a run's ``results``, a clause is covered only when a case citing it ran to a verdict
+    (:data:`~rocketspec.conformance.model.VERDICTS`: passed, failed, non-strict); a clause whose cases were all skipped
+    or ended in an error is not, and its reason says so."""
     responsible = BROKER_SIDE if side == "broker" else CLIENT_SIDE
     reasons = UNREACHED_REASONS if reasons is None else reasons
     cited = {c for case in cases for c in case.clauses}
-    covered = tuple(c for c in responsible if c in cited)
-    uncovered = tuple((c, reasons.get(c, "no case reaches it in the cases run")) for c in responsible
-                      if c not in cited)
+    judged = cited if results is None else {c for r in results if r.outcome in VERDICTS for c in r.case.clauses}
+    unjudged: dict[str, list[CaseResult]] = {}
+    for result in results or ():
+        if result.outcome not in VERDICTS:
+            for clause in result.case.clauses:
+                unjudged.setdefault(clause, []).append(result)
+
+    def reason(clause: str) -> str:
+        if clause in unjudged:
+            return without_verdict(unjudged[clause])
+        return reasons.get(clause, "no case reaches it in the cases run")
+
+    covered = tuple(c for c in responsible if c in judged)
+    uncovered = tuple((c, reason(c)) for c in responsible if c not in judged)
     return Coverage(side, responsible, covered, uncovered)
+
+
+def without_verdict(results: Sequence[CaseResult]) -> str:
+    """Why a clause whose cases ran is not covered: they ended without a verdict (how many skipped, how many
+    errors, and the first case's ID)."""
+    counts = Counter(r.outcome.value for r in results)
+    how = ", ".join(f"{n} {outcome}" for outcome, n in sorted(counts.items()))
+    first = results[0].case.id + (f" and {len(results) - 1} more" if len(results) > 1 else "")
+    return f"no case citing it reached a verdict in this run ({how}: {first})"

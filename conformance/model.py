@@ -40,6 +40,12 @@ class Outcome(enum.Enum):
     ERROR = "error"
 
 
+# The outcomes that judge the target: the case ran to the end and compared what the target did with its clauses. A
+# skip (the target could not be driven into the case) and an error (the case could not run) judged nothing, so a
+# clause they cite is not covered by them.
+VERDICTS: frozenset[Outcome] = frozenset({Outcome.PASSED, Outcome.FAILED, Outcome.NON_STRICT})
+
+
 class CaseFailed(Exception):
     """The target answered something other than what the clauses require."""
 

@@ -17,6 +17,7 @@ from typing import Any
 from rocketspec.refimpl.message import BatchEntry, encode_batch, encode_properties, tags_code
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.route import loads_lenient
+from rocketspec.spec import fastjson
 from rocketspec.spec.protocol import (
     AUTO_CREATE_TOPIC_KEY,
     DEFAULT_PERM,
@@ -208,8 +209,12 @@ def create_group(group: str, *, retry_queues: int = 1, retry_max_times: int = 16
                                    json.dumps(body).encode("utf-8"))
 
 
-def delete_group(group: str) -> RemotingCommand:
-    return RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": group})
+def delete_group(group: str, *, remove_offset: bool = False) -> RemotingCommand:
+    """DELETE_SUBSCRIPTIONGROUP; with ``remove_offset`` the broker drops the group's consumer offsets too."""
+    fields: dict[str, object] = {"groupName": group}
+    if remove_offset:
+        fields["removeOffset"] = "true"
+    return RemotingCommand.request(RequestCode.DELETE_SUBSCRIPTIONGROUP, fields)
 
 
 def subscription_json(topic: str, expression: str = "*", expression_type: str = "TAG",
@@ -376,6 +381,10 @@ def all_subscription_groups() -> RemotingCommand:
     return RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
 
 
+def all_consumer_offsets() -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_ALL_CONSUMER_OFFSET)
+
+
 def get_earliest_msg_storetime(topic: str, queue_id: int) -> RemotingCommand:
     return RemotingCommand.request(RequestCode.GET_EARLIEST_MSG_STORETIME, queue_fields(topic, queue_id))
 
@@ -478,75 +487,17 @@ def query_correction_offset(topic: str, compare_group: str, filter_groups: Seque
 
 def fastjson_loads(data: bytes | str) -> Any:
     """A fastjson body whose map keys may be objects (``{{"topic":..,"queueId":0}:{...}}``, as a map keyed by
-    MessageQueue is written) or bare numbers: such a key is read as the JSON text of the key, sorted
-    (``json.dumps(key, sort_keys=True)``); other keys as usual."""
-    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    decoder = json.JSONDecoder()
-    pos = 0
+    MessageQueue is written) or bare numbers (``rocketspec.spec.fastjson`` reads it): an object key is read as its
+    JSON text, sorted (``json.dumps(key, sort_keys=True)``), every key as a string."""
+    return _string_keys(fastjson.loads(data, object_key=lambda key: json.dumps(key, sort_keys=True)))
 
-    def skip() -> None:
-        nonlocal pos
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
 
-    def value() -> Any:
-        nonlocal pos
-        skip()
-        if text[pos] == "{":
-            pos += 1
-            result: dict[str, Any] = {}
-            skip()
-            if text[pos] == "}":
-                pos += 1
-                return result
-            while True:
-                skip()
-                if text[pos] == '"':
-                    key: Any = value()
-                elif text[pos] in "{[":
-                    key = json.dumps(value(), sort_keys=True)
-                else:
-                    start = pos
-                    while text[pos] not in ":":
-                        pos += 1
-                    key = text[start:pos].strip()
-                skip()
-                if text[pos] != ":":
-                    raise ValueError(f"':' expected at {pos}")
-                pos += 1
-                result[str(key)] = value()
-                skip()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                if text[pos] == "}":
-                    pos += 1
-                    return result
-                raise ValueError(f"',' or '}}' expected at {pos}")
-        if text[pos] == "[":
-            pos += 1
-            items: list[Any] = []
-            skip()
-            if text[pos] == "]":
-                pos += 1
-                return items
-            while True:
-                items.append(value())
-                skip()
-                if text[pos] == ",":
-                    pos += 1
-                    continue
-                if text[pos] == "]":
-                    pos += 1
-                    return items
-                raise ValueError(f"',' or ']' expected at {pos}")
-        parsed, pos = decoder.raw_decode(text, pos)
-        return parsed
-
-    try:
-        return value()
-    except IndexError:
-        raise ValueError("truncated JSON") from None
+def _string_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _string_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_string_keys(item) for item in value]
+    return value
 
 
 def queue_keyed(table: Mapping[str, Any]) -> dict[tuple[str, str, int], Any]:

@@ -3,7 +3,8 @@
 ``discover`` asks the name server for the cluster (GET_BROKER_CLUSTER_INFO) and each master for its configuration
 (GET_BROKER_CONFIG). Cases that wait on broker timers (delay levels, the transaction check, long polling) read those
 settings here, so a target configured with short intervals is checked in seconds; the report lists every setting a
-case used. Names the suite creates (topics, groups) are kept so that they can be deleted after the run.
+case used. What the target lists is noted before the run, and what the run added is deleted after it
+(``conformance.cleanup``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 
 import attrs
 
-from rocketspec.conformance import requests
+from rocketspec.conformance import cleanup, requests
 from rocketspec.conformance.wire import ConnectionClosed, Unreachable, WireClient
 from rocketspec.refimpl.frame import FrameError
 from rocketspec.refimpl.route import loads_lenient
@@ -68,6 +69,7 @@ class Target:
     created_topics: set[str] = attrs.Factory(set)
     created_groups: set[str] = attrs.Factory(set)
     settings_used: dict[str, str] = attrs.Factory(dict)
+    before: cleanup.Inventory | None = None
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
     def setting(self, name: str, broker: int = 0) -> str:
@@ -86,23 +88,18 @@ class Target:
     def setting_bool(self, name: str, broker: int = 0) -> bool:
         return self.setting(name, broker).strip().lower() == "true"
 
-    def cleanup(self) -> None:
-        """Delete the topics and groups the run created (best effort: a target that refuses keeps them)."""
-        for broker in self.brokers:
-            try:
-                with WireClient(broker.addr, self.timeout_s) as client:
-                    for topic in sorted(self.created_topics):
-                        client.request(requests.delete_topic_in_broker(topic))
-                    for group in sorted(self.created_groups):
-                        client.request(requests.delete_group(group))
-            except (OSError, TimeoutError, ConnectionClosed, Unreachable, FrameError):
-                continue
-        try:
-            with WireClient(self.namesrv, self.timeout_s) as client:
-                for topic in sorted(self.created_topics):
-                    client.request(requests.delete_topic_in_namesrv(topic))
-        except (OSError, TimeoutError, ConnectionClosed, Unreachable, FrameError):
-            pass
+    def take_inventory(self) -> None:
+        """Note what the target lists before the run, so that :meth:`cleanup` deletes only what the run added."""
+        self.before = cleanup.take_inventory(self.namesrv, [b.addr for b in self.brokers], self.timeout_s)
+
+    def cleanup(self, deadline: float | None = None) -> frozenset[str]:
+        """Delete every name the run made that the target lists (``conformance.cleanup``: topics, the retry and
+        dead-letter topics of the run's groups, subscription groups and their offsets, the name server's topics),
+        within ``deadline`` (``time.monotonic``) if one is given; the names still there afterwards (a target that
+        refuses to delete keeps them)."""
+        before = self.before if self.before is not None else cleanup.Inventory(None, {})
+        return cleanup.clean(self.namesrv, [b.addr for b in self.brokers], before, self.created_topics,
+                             self.created_groups, self.timeout_s, deadline)
 
 
 def _cluster_info(namesrv: str, timeout: float) -> dict[str, object]:

@@ -12,6 +12,7 @@ import socket
 import struct
 import threading
 import time
+from collections.abc import Callable, Sequence
 
 import attrs
 
@@ -30,6 +31,14 @@ class ConnectionClosed(Exception):
 
 class Unreachable(Exception):
     """No TCP connection could be made to the address."""
+
+
+# The command type the suite sends and reads (the frame codec's), named here for the modules that talk through this
+# one and need no other part of the codec.
+Command = RemotingCommand
+# What talking to a target can end in instead of an answer: no connection, a broken one, no answer in time, bytes
+# that are not a frame.
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (OSError, TimeoutError, ConnectionClosed, Unreachable, FrameError)
 
 
 @attrs.frozen
@@ -181,6 +190,22 @@ class WireClient:
         """Send ``command`` and return its response (``TimeoutError`` if none comes in time)."""
         self.send(command, serialize)
         return self.next_response(command.opaque, timeout)[0]
+
+    def request_all(self, commands: Sequence[RemotingCommand], wait: Callable[[], float], window: int = 32) -> None:
+        """Send ``commands`` ``window`` at a time, each window's answers read before the next goes out, in any order
+        (4.9.8 runs admin requests on a pool of threads, so answers overtake each other). ``wait()`` gives how long
+        the next read may wait (it may raise ``TimeoutError`` to stop); a window saves a round trip per command."""
+        for start in range(0, len(commands), window):
+            batch = commands[start:start + window]
+            for command in batch:
+                self.send(command)
+            pending = {command.opaque for command in batch}
+            while pending:
+                answer = self.recv(wait())
+                if answer.is_response:
+                    pending.discard(answer.opaque)
+                else:
+                    self.server_requests.append(answer)
 
     def oneway(self, command: RemotingCommand, serialize: int = SerializeType.JSON) -> None:
         self.send(attrs.evolve(command, flag=command.flag | RPC_ONEWAY_FLAG), serialize)

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rocketspec.refimpl.properties import parse_properties
@@ -114,11 +115,22 @@ class NamesrvAdmin:
         self.namesrv = namesrv
         self.kv = KVConfigManager()
         self.config: dict[str, str] = {}
+        # What the name server was started with (a --namesrv-config file): kept across its restarts.
+        self.start_settings: dict[str, str] = {}
         self.reset_config()
 
     def reset_config(self) -> None:
-        """The configuration the name server starts with (its port; the defaults otherwise)."""
-        self.config = dict(NAMESRV_DEFAULTS, listenPort=self.namesrv.addr.rpartition(":")[2])
+        """The configuration the name server starts with (its port; its start-up settings; the defaults otherwise)."""
+        self.config = {**NAMESRV_DEFAULTS, **self.start_settings, "listenPort": self.namesrv.addr.rpartition(":")[2]}
+
+    def configure(self, settings: Mapping[str, str]) -> None:
+        """Start with ``settings`` (known property names, values as Java prints them): the configuration from now
+        on and after every restart, as a 4.9.8 name server's ``-c`` file."""
+        unknown = sorted(set(settings) - set(NAMESRV_DEFAULTS))
+        if unknown:
+            raise ValueError(f"not name server properties: {', '.join(unknown)}")
+        self.start_settings = dict(settings)
+        self.reset_config()
 
     @property
     def order_message_enable(self) -> bool:
@@ -271,7 +283,10 @@ class NamesrvAdmin:
         if request.body is None:
             return request.response(ResponseCode.SUCCESS)
         # new String(body, UTF_8): undecodable bytes become U+FFFD, as in Java.
-        props = parse_properties(request.body.decode("utf-8", errors="replace"))
+        try:
+            props = parse_properties(request.body.decode("utf-8", errors="replace"))
+        except ValueError:  # a malformed \uxxxx escape: string2Properties answers null
+            return request.response(ResponseCode.SYSTEM_ERROR, remark="string2Properties error")
         black = set(NAMESRV_CONFIG_ALWAYS_BLACK) | {k for k in self.config["configBlackList"].split(";") if k}
         if black & set(props):
             return request.response(ResponseCode.NO_PERMISSION, remark="Can not update config in black list.")

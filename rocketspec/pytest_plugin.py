@@ -9,10 +9,14 @@ point, so installing rocketspec makes them available).
 Options come from a marker of the same name::
 
     @pytest.mark.rocketmq_server(brokers=2, topics={"Orders": 8}, faults=[{"action": "fail", "request": "SEND_MESSAGE",
-                                 "target": "broker-a", "code": "SYSTEM_BUSY", "times": 1}])
-    def test_orders(rocketmq_server):
-        app = OrdersApp(namesrv=rocketmq_server.namesrv_addr)
+                                 "target": "*", "code": "SYSTEM_ERROR", "times": 1}])
+    def test_orders_survive_a_failing_broker(rocketmq_server):
+        app = OrdersApp(namesrv=rocketmq_server.namesrv_addr)   # your application, on a real client
         ...
+
+A fault shows what the client does with it: the 4.9.8 Java producer retries SYSTEM_ERROR (one of its
+``retryResponseCodes``, SEND-4) on another broker, but hands SYSTEM_BUSY to the application as an
+``MQBrokerException``. docs/serve.md has this example whole, with the Java application, run by the test suite.
 
 ``rocketmq_server`` markers take ``ServedCluster`` keyword arguments plus ``topics`` (name → queues), ``trace``
 (``False`` to record nothing; the default records Parquet under the test's temporary directory) and the trace's

@@ -6,6 +6,7 @@ Select with ``pytest --hypothesis-profile=deep`` or ``HYPOTHESIS_PROFILE=deep``.
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -58,6 +59,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(skip)
+
+
+# ------------------------------------------------------------------------------------------ why tests were skipped
+# The README's test command skips the slow tests and those whose tools or installations are absent here (a real
+# RocketMQ, Java, Chromium, ...). One line per reason, with its count, says why; pytest's own `-rs` prints a line per
+# test location, hundreds of them.
+
+
+def skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    """The reason a skipped test or module gives, on one line ("no reason given" for a bare skip)."""
+    longrepr = report.longrepr
+    # A skip's longrepr is (path, line, "Skipped: reason"), a list once an xdist worker has sent it over.
+    reason = str(longrepr[2]) if isinstance(longrepr, (tuple, list)) and len(longrepr) == 3 else str(longrepr or "")
+    reason = reason.removeprefix("Skipped: ").strip()
+    return reason.splitlines()[0] if reason else "no reason given"
+
+
+def skip_summary(reports: list[pytest.TestReport | pytest.CollectReport]) -> list[str]:
+    """One line per skip reason, the most frequent first: its count, right-aligned, and the reason."""
+    counts = Counter(skip_reason(r) for r in reports)
+    width = len(str(max(counts.values(), default=0)))
+    return [f"{n:>{width}}  {reason}" for reason, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if getattr(r, "skipped", False)]
+    if skipped:
+        terminalreporter.write_sep("=", f"{len(skipped)} skipped, by reason")
+        for line in skip_summary(skipped):
+            terminalreporter.write_line(line)
 
 
 # ----------------------------------------------------------------- the real RocketMQ 4.9.8 and the official Java client

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ import attrs
 
 from rocketspec.refimpl.client import offset_store as offset_store_module
 from rocketspec.refimpl.events import ConsumeDeliver, Event
+from rocketspec.spec import fastjson
 from rocketspec.spec.protocol import RequestCode, ResponseCode
 from rocketspec.spec.queues import MessageQueue
 
@@ -263,55 +263,8 @@ class Gate:
 
 # ------------------------------------------------------------------------------------------------ fastjson
 
-_DECODER = json.JSONDecoder()
-
-
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
-
-
-def _value(text: str, pos: int) -> tuple[Any, int]:
-    pos = _skip(text, pos)
-    if text.startswith("{", pos):
-        out: dict[Any, Any] = {}
-        pos = _skip(text, pos + 1)
-        while not text.startswith("}", pos):
-            if text[pos] not in '{"[-0123456789':
-                raise ValueError(f"a key expected at {pos}")
-            if text[pos] in "-0123456789":  # a bare numeric key
-                end = pos
-                while text[end] in "-0123456789":
-                    end += 1
-                key: Any = int(text[pos:end])
-                pos = end
-            else:
-                key, pos = _value(text, pos)
-            if isinstance(key, dict):
-                key = MessageQueue(str(key["topic"]), str(key["brokerName"]), int(key["queueId"]))
-            pos = _skip(text, pos)
-            assert text[pos] == ":", text[pos:pos + 20]
-            out[key], pos = _value(text, pos + 1)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-        return out, pos + 1
-    if text.startswith("[", pos):
-        items: list[Any] = []
-        pos = _skip(text, pos + 1)
-        while not text.startswith("]", pos):
-            item, pos = _value(text, pos)
-            items.append(item)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-        return items, pos + 1
-    return _DECODER.raw_decode(text, pos)
-
-
 def loads_fastjson(body: bytes | None) -> Any:
     """fastjson output: maps keyed by a MessageQueue (``{{"brokerName":..}:5}``) give MessageQueue keys, bare
-    numeric keys ints."""
-    value, _pos = _value((body or b"{}").decode("utf-8"), 0)
-    return value
+    numeric keys ints (``rocketspec.spec.fastjson``)."""
+    return fastjson.loads(body or b"{}", object_key=lambda key: MessageQueue(
+        str(key["topic"]), str(key["brokerName"]), int(key["queueId"])))

@@ -11,8 +11,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -21,13 +19,21 @@ from pathlib import Path
 
 import attrs
 import pytest
-from realcluster import REQUIRE_ENV, SERVED_OPTIONS, RealCluster
+from browser import chromium, layout
+from realcluster import SERVED_OPTIONS, RealCluster
 
 from rocketspec.cli import main
+from rocketspec.conformance import requests
 from rocketspec.conformance.broker import BROKER_CASES
+from rocketspec.conformance.target import discover
+from rocketspec.conformance.wire import WireClient
+from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.store import GetMessageResult, MessageStore
-from rocketspec.spec.protocol import GetMessageStatus
+from rocketspec.spec.protocol import SYS_CONSUMER_GROUP_PREFIX, GetMessageStatus, RequestCode, ResponseCode
+from rocketspec.traces.pycheck import check_python
+from rocketspec.traces.report import format_report
+from rocketspec.traces.served import TracedServer
 
 
 @attrs.frozen
@@ -35,6 +41,8 @@ class SuiteRun:
     exit_code: int
     output: str
     folder: Path
+    listed_before: dict[str, frozenset[str]] | None = None  # listed(target) before the run and after it
+    listed_after: dict[str, frozenset[str]] | None = None
 
     @property
     def document(self) -> dict:
@@ -49,6 +57,44 @@ def run_suite(namesrv: str, folder: Path, capsys: pytest.CaptureFixture[str]) ->
     return SuiteRun(code, out, folder)
 
 
+def listed(namesrv: str) -> dict[str, frozenset[str]]:
+    """What the target lists that a run can add to: the name server's topics, and each master's topics, subscription
+    groups and the ``topic@group`` keys of its consumer offsets; without what a broker makes for itself (the topics
+    GET_SYSTEM_TOPIC_LIST_FROM_BROKER names, such as RMQ_SYS_TRANS_HALF_TOPIC, and the CID_RMQ_SYS_ groups)."""
+    def body(addr: str, request: RemotingCommand) -> dict:
+        with WireClient(addr, 10.0) as client:
+            answer = client.request(request)
+        if answer.code == ResponseCode.SYSTEM_ERROR and request.code == RequestCode.GET_ALL_CONSUMER_OFFSET:
+            return {"offsetTable": {}}  # 4.9.8: "No consumer offset in this broker"
+        assert answer.code == ResponseCode.SUCCESS, (addr, request.code_name(), answer.code, answer.remark)
+        return requests.json_body(answer)
+
+    found = {"namesrv": frozenset(body(namesrv, requests.all_topic_list())["topicList"])}
+    system: set[str] = set()
+    for broker in discover(namesrv).brokers:
+        system |= set(body(broker.addr, requests.topic_list_request(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER))
+                      ["topicList"])
+        found[f"{broker.name} topics"] = frozenset(body(broker.addr, requests.all_topic_config())["topicConfigTable"])
+        found[f"{broker.name} groups"] = frozenset(
+            body(broker.addr, requests.all_subscription_groups())["subscriptionGroupTable"])
+        found[f"{broker.name} offsets"] = frozenset(body(broker.addr, requests.all_consumer_offsets())["offsetTable"])
+
+    def own(name: str) -> bool:  # a broker's own topic or group (a topic, a group or a topic@group key)
+        topic, _, group = name.partition("@")
+        return topic in system or name.startswith(SYS_CONSUMER_GROUP_PREFIX) or group.startswith(
+            SYS_CONSUMER_GROUP_PREFIX)
+
+    return {key: frozenset(n for n in names if not own(n)) for key, names in found.items()}
+
+
+def left_behind(run: SuiteRun) -> dict[str, list[str]]:
+    """What the run added to the target's lists (and did not delete), and what it deleted that it had not made."""
+    assert run.listed_before is not None and run.listed_after is not None
+    return {f"{key} {sign}": sorted(diff) for key in run.listed_before
+            for sign, diff in (("+", run.listed_after[key] - run.listed_before[key]),
+                               ("-", run.listed_before[key] - run.listed_after[key])) if diff}
+
+
 def failures(run: SuiteRun) -> str:
     bad = [c for c in run.document["cases"] if c["outcome"] in ("failed", "error")]
     return "\n".join(f"{c['id']}: {c['expected']} / {c['actual']} / {c['detail']}" for c in bad)
@@ -60,7 +106,10 @@ def failures(run: SuiteRun) -> str:
 @pytest.mark.xdist_group("rocketmq-real")
 def test_every_must_case_passes_on_real_rocketmq(real_rocketmq: RealCluster, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    before = listed(real_rocketmq.namesrv_addr)
     run = run_suite(real_rocketmq.namesrv_addr, tmp_path, capsys)
+    # The run deletes what it made: topics, its groups' retry and dead-letter topics, groups and their offsets.
+    assert not left_behind(attrs.evolve(run, listed_before=before, listed_after=listed(real_rocketmq.namesrv_addr)))
     assert run.exit_code == 0, failures(run) + "\n" + run.output[-4000:]
     document = run.document
     assert document["ok"] is True
@@ -72,14 +121,17 @@ def test_every_must_case_passes_on_real_rocketmq(real_rocketmq: RealCluster, tmp
 @pytest.fixture(scope="module")
 def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
     folder = tmp_path_factory.mktemp("conformance-serve")
-    with ServedCluster(brokers=2, **SERVED_OPTIONS) as cluster:
+    with TracedServer(folder / "trace", fmt="jsonl", brokers=2, **SERVED_OPTIONS) as cluster:  # serve --trace
         # capsys is function-scoped: capture by hand for this module-wide run.
         buffer = io.StringIO()
+        before = listed(cluster.namesrv_addr)
         with contextlib.redirect_stdout(buffer):
             code = main(["conformance", "broker", "--namesrv", cluster.namesrv_addr,
                          "--json", str(folder / "report.json"), "--junit", str(folder / "junit.xml"),
                          "--html", str(folder / "html")])
-        yield SuiteRun(code, buffer.getvalue(), folder)
+        after = listed(cluster.namesrv_addr)
+        cluster.close_trace()  # written now, for the test that checks it
+        yield SuiteRun(code, buffer.getvalue(), folder, before, after)
 
 
 # One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
@@ -87,6 +139,26 @@ def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
 def test_every_must_case_passes_on_serve(served_run: SuiteRun) -> None:
     assert served_run.exit_code == 0, failures(served_run) + "\n" + served_run.output[-4000:]
     assert len(served_run.document["cases"]) == len(BROKER_CASES)
+
+
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
+def test_the_served_runs_trace_holds_every_invariant(served_run: SuiteRun) -> None:
+    """What ``serve --trace`` recorded of the run holds every invariant (issue 29): the suite's deliberate commits
+    from connections that are no consumer of the group (a lower one over a higher, OFF-8) are an administrator's
+    writes (offset.reset), not a consumer's progress."""
+    report = check_python(served_run.folder / "trace")
+    assert report.ok, format_report(report)
+    assert report.result("offset_no_regression").judged > 0
+
+
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
+def test_a_full_run_leaves_the_target_listing_what_it_listed_before(served_run: SuiteRun) -> None:
+    """Topics (with the retry and dead-letter topics of the run's groups) and subscription groups with their offsets
+    are deleted after the run, on each master and on the name server; nothing else is touched."""
+    assert served_run.listed_before is not None and len(served_run.listed_before) == 1 + 3 * 2  # namesrv, 2 masters
+    assert not left_behind(served_run)
 
 
 # One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
@@ -139,16 +211,6 @@ class _Dom(HTMLParser):
         self.text.append(data)
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        reason = "no headless Chromium here (Debian package chromium) to look at the HTML report"
-        if os.environ.get(REQUIRE_ENV) == "1":
-            pytest.fail(f"{reason} ({REQUIRE_ENV}=1 forbids skipping)")
-        pytest.skip(reason)
-    return found
-
-
 # One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
 @pytest.mark.xdist_group("conformance-serve")
 @pytest.mark.xdist_group("conformance-serve")
@@ -171,6 +233,9 @@ def test_html_report_renders_in_a_headless_browser(served_run: SuiteRun, tmp_pat
     subprocess.run([browser, *flags, "--window-size=1200,2000", f"--screenshot={shot}", page.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # At 1280 px nothing widens the page: frames too long for the window scroll in their own box.
+    seen = layout(page, tmp_path / "layout", width=1280)
+    assert seen["scroll_width"] <= 1280 and not seen["wide"], seen
 
 
 def test_cases_skipped_under_the_main_settings_pass_where_the_target_allows_them(tmp_path: Path) -> None:

@@ -109,7 +109,7 @@ def test_ctrl_c_ends_a_spark_check_with_one_line(trace: Path, when: str) -> None
 def test_a_failed_spark_job_ends_with_one_line(trace: Path) -> None:
     """Python workers that cannot start (PYSPARK_PYTHON is a program that exits at once) fail the checks' first
     job: one line names the cause, exit 2; no Java stack, no JVM start banner, no Python traceback."""
-    env = {**os.environ, "PYSPARK_PYTHON": "/bin/false"}
+    env = {**os.environ, "PYSPARK_PYTHON": "/bin/false", "ROCKETSPEC_PROGRESS": "0"}  # the one line alone
     done = subprocess.run([*ROCKETSPEC, "traces", "check", str(trace), "--engine", "spark"], capture_output=True,
                           text=True, env=env, timeout=WAIT_S)
     assert done.returncode == 2, done.stderr[-3000:]

@@ -28,7 +28,7 @@ from rocketspec.refimpl.served import ServedCluster
 from rocketspec.refimpl.tcp import WireFrame
 from rocketspec.spec.protocol import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, RequestCode, ResponseCode
 from rocketspec.traces import reading
-from rocketspec.traces.invariants import PART_A_SKIPPED, SKIPPED
+from rocketspec.traces.invariants import MODE_UNKNOWN, PART_A_SKIPPED, SKIPPED, not_judged_notes
 from rocketspec.traces.pycheck import check_python
 from rocketspec.traces.schema import check_row
 from rocketspec.traces.served import TracedServer
@@ -120,16 +120,42 @@ def heartbeat(client_id: str = "cid-1", consume_type: object = "CONSUME_PASSIVEL
 # ---------------------------------------------------------------------------------------------------------- sends
 
 
-def test_sends_are_written_only_when_the_mode_is_known() -> None:
+def test_sends_without_a_declared_mode_are_written_with_the_mode_unknown() -> None:
+    """SYNC and ASYNC look alike on the wire: without ``send_mode`` a send is still written (a request and its
+    answer), its mode null; the oneway flag is on the wire and says ONEWAY."""
     wire = Wire()
     wire.answer("broker-a", wire.ask("broker-a", send()), fields=stored())
-    assert wire.rows("send.attempt") == [] and wire.rows("send.result") == []
-    assert [r["msg_id"] for r in wire.rows("store.put")] == [KEY]  # the broker side is known all the same
-    wire.ask("broker-a", send("B" * 32, oneway=True))
     (attempt,) = wire.rows("send.attempt")
     (result,) = wire.rows("send.result")
+    assert (attempt["mode"], attempt["attempt"], result["status"], result["final"]) == (None, 1, "SEND_OK", True)
+    assert [r["msg_id"] for r in wire.rows("store.put")] == [KEY]
+    wire.ask("broker-a", send("B" * 32, oneway=True))
+    attempt, result = wire.rows("send.attempt")[-1], wire.rows("send.result")[-1]
     assert (attempt["mode"], attempt["attempt"], result["status"], result["final"]) == ("ONEWAY", 1, "ONEWAY", True)
     assert attempt["retry_times"] is None and attempt["timeout_ms"] is None
+
+
+def test_with_the_mode_unknown_a_result_is_final_only_when_it_is_final_in_both_modes() -> None:
+    """SYSTEM_ERROR is retried by a SYNC send and not by an ASYNC one: not final (the retry that follows is attempt
+    2); MESSAGE_ILLEGAL ends a send in both modes: final. The budget (SYNC only) does not start a new send; the
+    larger limit (3) does. send_retry judges the attempts by the rules that need no mode and says why it judged
+    no more."""
+    wire = Wire()
+    wire.route()
+    wire.ask("broker-a", heartbeat())
+    wire.answer("broker-a", wire.ask("broker-a", send()), ResponseCode.SYSTEM_ERROR)
+    wire.now += 5000  # past SYNC's budget: an ASYNC retry may still come
+    wire.answer("broker-a", wire.ask("broker-a", send()), fields=stored())
+    wire.answer("broker-a", wire.ask("broker-a", send("C" * 32)), ResponseCode.MESSAGE_ILLEGAL)
+    attempts = [(r["msg_id"][:1], r["attempt"], r["mode"]) for r in wire.rows("send.attempt")]
+    results = [(r["msg_id"][:1], r["attempt"], r["status"], r["final"]) for r in wire.rows("send.result")]
+    assert attempts == [(KEY[:1], 1, None), (KEY[:1], 2, None), ("C", 1, None)]
+    assert results == [(KEY[:1], 1, "ERROR", False), (KEY[:1], 2, "SEND_OK", True), ("C", 1, "ERROR", True)]
+    result = check_python(wire.rows()).result("send_retry")
+    assert (result.judged, result.violations, result.counts.get(MODE_UNKNOWN)) == (3, 0, 2), result.to_json()
+    assert not_judged_notes("send_retry", dict(result.counts)) == [
+        "send_retry: (c) budget and (d) broker avoidance not judged on 2 send(s): the send mode is not on the wire; "
+        "pass --send-mode"]
 
 
 def test_sync_retries_are_numbered_and_final_follows_the_retry_rules() -> None:

@@ -6,10 +6,10 @@ injected error (SEND-13), pulls whose broker- and client-side answers come from 
 (PULL-1..PULL-10, PULL-19), a rebalance when the second consumer joins (AVG, REB-3), a RECONSUME_LATER whose copy
 is stored in ``%RETRY%G`` after the delay the level gives and then consumed (RETRY-8), a message dead-lettered at
 ``max_reconsume_times`` (RETRY-7), a duplicate after a consumer crash (OFF-17), a committed and a rolled-back
-transaction, a check-back within the max (TXN-22), offset commits, a deletion and a broker restart. A ``sendback``
-row is written by the broker that makes the copy (node = broker = that broker) and describes the copy: its
-reconsume_times (the stored count + 1) and the level it is delayed by (0 for a dead letter), as
-``consumer_send_back`` gives them.
+transaction, a check-back within the max (TXN-22), offset commits, a deletion, a broker restart and an
+administrator's reset of another group's offset. A ``sendback`` row is written by the broker that makes the copy
+(node = broker = that broker) and describes the copy: its reconsume_times (the stored count + 1) and the level it is
+delayed by (0 for a dead letter), as ``consumer_send_back`` gives them.
 
 :data:`VIOLATIONS` maps ``"<invariant>/<what>"`` to a builder of a variant of that run that breaks exactly that
 invariant, once; :data:`ALLOWED` maps names to variants that look suspicious but break nothing (a duplicate after a
@@ -49,7 +49,7 @@ from rocketspec.traces.schema import PULL_ANSWER
 Row = dict[str, Any]
 
 #: The cause names allowed duplicates and regressions are counted under (invariants.CAUSES, in its order).
-STORED_TWICE, REBALANCE, CLIENT, OFFSET_ILLEGAL, BROKER_RESTART, FAULT, DELETION, SHARED_QUEUE = CAUSES
+STORED_TWICE, REBALANCE, CLIENT, OFFSET_ILLEGAL, RESET, BROKER_RESTART, FAULT, DELETION, SHARED_QUEUE = CAUSES
 
 # The cast of the healthy run.
 GROUP = "G"
@@ -519,6 +519,9 @@ def _scenario(trace_id: str, *, takeover: bool = False, expression: str = "*", w
         tail(b)
     b.store_delete(BROKER_A, RETRY_TOPIC, 0, 2, label="delete:retry")
     b.broker_restart(BROKER_B, crashed=False, label="restart:broker-b")
+    # An administrator sets another group's offset (an UPDATE_CONSUMER_OFFSET of no registered consumer).
+    b.emit(BROKER_A, "offset.reset", "reset:G2", group=OTHER_GROUP, topic=OTHER_TOPIC, broker=BROKER_A, queue_id=0,
+           offset=0, action=schema.RESET_UPDATE)
     b.end(status)
     return b
 
@@ -1306,6 +1309,25 @@ def _allowed_commit_past_after_offset_illegal() -> list[Row]:
                         status="OFFSET_ILLEGAL", code=int(ResponseCode.PULL_OFFSET_MOVED), next_offset=1)
 
 
+def _allowed_regression_after_admin_reset() -> list[Row]:
+    """G's committed offset of TopicOther on broker-a:0 goes 1, 9, then an administrator sets it to 2 (an
+    UPDATE_CONSUMER_OFFSET of no registered consumer: offset.reset) and the consumer commits 5: back from 9,
+    excused by the reset (cause reset); the reset itself is no commit, so it is not judged."""
+    def tail(b: TraceBuilder) -> None:
+        for offset in (1, 9):
+            b.commit(BROKER_A, GROUP, OTHER_TOPIC, 0, offset)
+        b.emit(BROKER_A, "offset.reset", group=GROUP, topic=OTHER_TOPIC, broker=BROKER_A, queue_id=0, offset=2,
+               action=schema.RESET_UPDATE)
+        b.commit(BROKER_A, GROUP, OTHER_TOPIC, 0, 5)
+    return _rows_of("allowed-regression_after_admin_reset", tail=tail)
+
+
+def _allowed_commit_past_after_reset() -> list[Row]:
+    """The commit passes m2 after an administrator reset the key past it (INVOKE_BROKER_TO_RESET_OFFSET)."""
+    return _commit_past("allowed-commit_past_after_reset", "offset.reset", BROKER_A, group=GROUP, offset=1,
+                        action=schema.RESET_INVOKED, derived=schema.RESET_ANSWER)
+
+
 def _allowed_commit_past_after_deletion() -> list[Row]:
     """The commit passes m2 after the store deleted it (min offset 1)."""
     return _commit_past("allowed-commit_past_after_deletion", "store.delete", BROKER_A, offset=1)
@@ -1460,6 +1482,8 @@ ALLOWED: dict[str, Callable[[], list[Row]]] = {
     "duplicate_retry_copy_stored_twice": _allowed_duplicate_retry_copy_stored_twice,
     "commit_past_after_offset_illegal": _allowed_commit_past_after_offset_illegal,
     "commit_past_after_deletion": _allowed_commit_past_after_deletion,
+    "regression_after_admin_reset": _allowed_regression_after_admin_reset,
+    "commit_past_after_reset": _allowed_commit_past_after_reset,
     "check_max_zero": _allowed_check_max_zero,
     "broadcasting_duplicate": _allowed_broadcasting_duplicate,
     "broadcasting_then_clustering_duplicate": _allowed_broadcasting_then_clustering_duplicate,
@@ -1491,6 +1515,7 @@ ALLOWED_COUNTS: dict[str, dict[str, dict[str, int]]] = {
     "retry_copy_delivered_twice": {"retry_delay_dlq": {STORED_TWICE: 1}},
     "retry_copy_matched_by_count": {"retry_delay_dlq": {STORED_TWICE: 1}},
     "regression_after_offset_illegal": {"offset_no_regression": {OFFSET_ILLEGAL: 1}},
+    "regression_after_admin_reset": {"offset_no_regression": {RESET: 1}},
     "recommit_after_regression": {"offset_no_regression": {OFFSET_ILLEGAL: 1}},
     "txn_double_commit": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}, "transaction": {TXN_ALLOWED: 1}},
     "txn_duplicated_end": {"duplicates_allowed": {CLIENT: 1, STORED_TWICE: 1}, "transaction": {TXN_ALLOWED: 1}},

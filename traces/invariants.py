@@ -14,7 +14,8 @@ rules use are defined once here (``docs/traces.md`` explains them with examples)
 * **disturbance of group G in (a, b)**: a row with ``a < seq < b`` (same trace) that is one of :data:`CAUSES`:
   ``rebalance`` (a ``rebalance.assign`` of G whose queue set differs from the previous one of the same node and
   topic, or is that node's first), ``client`` (a ``client.lifecycle`` of G), ``offset_illegal`` (a client-side
-  ``pull.response`` of G with status ``OFFSET_ILLEGAL``), ``broker_restart``, ``fault`` (any ``fault.inject``),
+  ``pull.response`` of G with status ``OFFSET_ILLEGAL``), ``reset`` (an ``offset.reset`` of G: an administrator
+  set its offset), ``broker_restart``, ``fault`` (any ``fault.inject``),
   ``deletion`` (any ``store.delete``). Every rule is per trace (``trace_id``); ``seq`` orders rows within one.
 * a ``pull.response`` is **broker-side** when ``node == broker``, else client-side.
 * **shared queue of group G at seq x**: a queue ``(topic, broker, queue_id)`` is one when two or more nodes of G whose
@@ -55,8 +56,10 @@ BROADCASTING = "BROADCASTING"
 SHARED_QUEUE = "shared_queue"
 #: The causes allowed duplicates and regressions are counted under, in the order they are attributed: the
 #: disturbance causes, between stored_twice (a duplicate's own) and shared_queue (a state at the row's seq).
-CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "broker_restart", "fault", "deletion",
+CAUSES = ("stored_twice", "rebalance", "client", "offset_illegal", "reset", "broker_restart", "fault", "deletion",
           SHARED_QUEUE)
+#: The disturbances of one group (the others disturb every group of the trace).
+GROUP_CAUSES = ("rebalance", "client", "offset_illegal", "reset")
 #: sendback ``via`` values that take the message out of the consumer (a copy was stored).
 SENT_BACK_VIAS = frozenset({"broker", "client"})
 #: Count names results use besides the CAUSES: traces whose part (b) no_lost_message could not judge (not SETTLED),
@@ -68,6 +71,13 @@ PART_A_SKIPPED = "part_a_skipped_no_puts"
 UNJUDGED = (SKIPPED, PART_A_SKIPPED)
 EXEMPT_DELETED = "exempt_deleted"
 TXN_ALLOWED = "TXN-11"
+#: send_retry: sends whose mode is not in the trace ((c) and (d) not judged on them).
+MODE_UNKNOWN = "mode_unknown"
+#: Why a count says a part was not judged, as the summary's one line says it (invariant -> count -> reason).
+NOT_JUDGED_WHY: dict[str, dict[str, str]] = {
+    "send_retry": {MODE_UNKNOWN: "(c) budget and (d) broker avoidance not judged on {n:,} send(s): the send mode is "
+                                 "not on the wire; pass --send-mode"},
+}
 #: fault.inject action of a duplicated request.
 DUPLICATE_FAULT = "duplicate"
 #: The most sample rows a result keeps per invariant.
@@ -82,6 +92,13 @@ _SYSTEM_TOPICS = frozenset(
     {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, AUTO_CREATE_TOPIC_KEY}
     | NOT_ALLOWED_SEND_TOPICS
 )
+
+
+def not_judged_notes(name: str, counts: dict[str, int]) -> list[str]:
+    """One line per part of invariant ``name`` its ``counts`` say was not judged, with the reason
+    (``send_retry: (c) budget ... not judged on 3 send(s): the send mode is not on the wire; pass --send-mode``)."""
+    reasons = NOT_JUDGED_WHY.get(name, {})
+    return [f"{name}: {why.format(n=counts[count])}" for count, why in reasons.items() if counts.get(count)]
 
 
 def is_user_topic(topic: str) -> bool:
@@ -126,8 +143,8 @@ INVARIANTS: tuple[Invariant, ...] = (
         "duplicates_allowed",
         "duplicates only where allowed",
         ("OFF-17", "REB-20", "TXN-11", "SEND-3", "RETRY-18"),
-        ("consume.result", "store.put", "rebalance.assign", "client.lifecycle", "pull.response", "broker.restart",
-         "fault.inject", "store.delete"),
+        ("consume.result", "store.put", "rebalance.assign", "client.lifecycle", "pull.response", "offset.reset",
+         "broker.restart", "fault.inject", "store.delete"),
         "A duplicate is a consume.result of group G for msg_id m whose seq is after G's first success for m. Its "
         "cause, the first that applies: stored_twice (m has more than one store.put in user topics, or two "
         "store.put rows in %RETRY%<G> with the same reconsume_times), else a disturbance of G in (origin, seq of "
@@ -139,9 +156,10 @@ INVARIANTS: tuple[Invariant, ...] = (
         "offset_no_regression",
         "committed offsets move back only by an allowed correction",
         ("OFF-8", "OFF-12", "PULL-22", "REB-10", "REB-23"),
-        ("offset.commit", "rebalance.assign", "client.lifecycle", "pull.response", "broker.restart",
+        ("offset.commit", "rebalance.assign", "client.lifecycle", "pull.response", "offset.reset", "broker.restart",
          "fault.inject", "store.delete"),
-        "Per queue and group (group, topic, broker, queue_id), the broker's offset.commit rows in seq order. Let s "
+        "Per queue and group (group, topic, broker, queue_id), the broker's offset.commit rows in seq order (an "
+        "offset.reset is not one: an administrator's write is not consumer progress, and is a disturbance). Let s "
         "be the seq of the latest earlier commit of the key whose offset is <= this one's (0 if none). The commit "
         "is a regression when some commit of the key lies in (s, seq) (all of those are higher: the value rose "
         "above this one and came back; re-committing the same value is not a regression). A regression is allowed "
@@ -155,15 +173,16 @@ INVARIANTS: tuple[Invariant, ...] = (
         "offset_not_past_unconsumed",
         "committed offsets never pass an unconsumed message",
         ("OFF-3", "OFF-15", "OFF-17", "OFF-18"),
-        ("offset.commit", "consume.deliver", "consume.result", "sendback", "store.delete", "pull.response"),
+        ("offset.commit", "consume.deliver", "consume.result", "sendback", "store.delete", "pull.response",
+         "offset.reset"),
         "Per key (group, topic, broker, queue_id) and queue offset x delivered to the group (consume.deliver): d is "
         "the seq of x's first delivery, c the seq of its first completion after d (a success for x in that queue, "
         "or a sendback of the group for x's msg_id with via broker or client), infinite if none; when x's first "
         "delivery is derived (derived set: received in a pull answer, its listener's result not on the wire), c is "
         "the first such sendback after d, and x is not judged without one. A broker "
         "offset.commit of the key with seq in (d, c) and offset > x is a violation, unless before it (smaller seq, "
-        "> d) a store.delete of the queue had offset > x or a client-side pull.response of the group for the queue "
-        "had status OFFSET_ILLEGAL.",
+        "> d) a store.delete of the queue had offset > x, a client-side pull.response of the group for the queue "
+        "had status OFFSET_ILLEGAL, or an offset.reset of the key had offset > x (an administrator skipped it).",
     ),
     Invariant(
         "single_owner",
@@ -200,14 +219,17 @@ INVARIANTS: tuple[Invariant, ...] = (
         ("send.attempt", "send.result", "route.update"),
         "Per producer node and msg_id, send.attempt rows in seq order form sends (a new send starts at attempt 1). "
         "(a) Attempts are numbered 1, 2, ... without gaps and a send has at most "
-        "send_retry.attempt_limit(mode, retry_times, retry_times_async) attempts (defaults 2 and 2). (b) An "
+        "send_retry.attempt_limit(mode, retry_times, retry_times_async) attempts (defaults 2 and 2; with mode null, "
+        "the larger of the SYNC and ASYNC limits). (b) An "
         "attempt k > 1 follows a send.result of attempt k-1 that is not final (SEND-21). (c) In SYNC mode "
         "ts_ms(k) - ts_ms(1) satisfies send_retry.attempt_within_budget(elapsed, timeout_ms) (default 3000). (d) "
         "In SYNC mode (selector sends make one attempt there; ASYNC retries of selector sends keep their broker) "
         "with latency_fault false or null, attempt k > 1 goes to another broker than attempt k-1 whenever the "
         "node's latest route.update for the topic before attempt 1 of the send lists a writable queue (perm & 2) "
         "on another broker (SEND-13, SEND-20): a send selects from the publish info it found when it started "
-        "(tryToFindTopicPublishInfo runs once per send), so a route arriving during the send does not count.",
+        "(tryToFindTopicPublishInfo runs once per send), so a route arriving during the send does not count. "
+        "(c) and (d) need the mode: a send whose attempt 1 has mode null (read off the wire without --send-mode) "
+        "is judged by (a) and (b) only, and counted as mode_unknown.",
     ),
     Invariant(
         "transaction",
@@ -267,7 +289,7 @@ CASES: dict[str, str] = {
     "single_owner": "a rebalance.assign of a clustering group",
     "pull_oracle": "a pull.response the oracle decides: broker-side with min_offset and max_offset, client-side "
                    "with a code and not derived",
-    "send_retry": "a send.attempt",
+    "send_retry": "a send.attempt (by (a) and (b); by (c) and (d) too when its send's mode is known)",
     "transaction": "a msg_id with a txn.half row, and a txn.check (action check) of one",
     "retry_delay_dlq": "a broker-side sendback with target and delay_level ((a), (b)), and a consume.deliver ((c))",
 }

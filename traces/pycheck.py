@@ -51,8 +51,10 @@ from rocketspec.traces.invariants import (
     BROADCASTING,
     CAUSES,
     DEFAULT_CHECK_MAX,
+    GROUP_CAUSES,
     INVARIANTS,
     MAX_SAMPLES,
+    MODE_UNKNOWN,
     PART_A_SKIPPED,
     SENT_BACK_VIAS,
     SHARED_QUEUE,
@@ -99,7 +101,7 @@ _NO_LOST, _DUPLICATES, _REGRESSION, _UNCONSUMED, _SINGLE_OWNER, _PULL, _SEND, _T
 )
 # stored_twice is a duplicate's own cause and shared_queue a state at one seq: neither is a disturbance.
 _DISTURBANCES = tuple(c for c in CAUSES if c not in ("stored_twice", SHARED_QUEUE))
-_GROUP_CAUSES = ("rebalance", "client", "offset_illegal")
+_GROUP_CAUSES = GROUP_CAUSES
 _GONE = frozenset({"shutdown", "crash"})
 _CHECKED_STRATEGIES = frozenset({"AVG", "AVG_BY_CIRCLE", "CONSISTENT_HASH"})
 _DECIDING_STATES = frozenset({"COMMIT_MESSAGE", "ROLLBACK_MESSAGE"})
@@ -187,7 +189,7 @@ class _Trace:
         # clustering groups only (which groups broadcast is known at the end).
         self.judged: Counter[str] = Counter()
         self.group_cases: Counter[tuple[str, str]] = Counter()
-        # Disturbances: (group, cause) -> seqs (rebalance, client, offset_illegal); cause -> seqs (the others).
+        # Disturbances: (group, cause) -> seqs (rebalance, client, offset_illegal, reset); cause -> seqs (others).
         self.group_dist: dict[tuple[str, str], list[int]] = defaultdict(list)
         self.any_dist: dict[str, list[int]] = {c: [] for c in _DISTURBANCES if c not in _GROUP_CAUSES}
         self.broadcasting: set[str] = set()
@@ -266,7 +268,8 @@ class _Trace:
             "rebalance.assign": self.rebalance_assign, "pull.request": self.pull_request,
             "pull.response": self.pull_response,
             "consume.deliver": self.consume_deliver, "consume.result": self.consume_result,
-            "offset.commit": self.offset_commit, "store.put": self.store_put, "store.delete": self.store_delete,
+            "offset.commit": self.offset_commit, "offset.reset": self.offset_reset, "store.put": self.store_put,
+            "store.delete": self.store_delete,
             "sendback": self.sendback, "txn.half": self.txn_half, "txn.end": self.txn_end,
             "txn.check": self.txn_check, "broker.restart": self.broker_restart, "fault.inject": self.fault_inject,
             "client.lifecycle": self.client_lifecycle, "trace.end": self.trace_end,
@@ -310,13 +313,22 @@ class _Trace:
         """send_retry (a)-(d): numbering, limit, follows a non-final result, SYNC budget, broker avoidance."""
         key = (row["node"], row["msg_id"])
         attempt = row["attempt"]
-        mode = row["mode"]
+        mode = row.get("mode")
         self.judged[_SEND] += 1
-        reasons = []
+        reasons: list[str] = []
         retry_times = row.get("retry_times")
         retry_times_async = row.get("retry_times_async")
-        limit = attempt_limit(mode, _DEFAULT_RETRY_TIMES if retry_times is None else retry_times,
-                               _DEFAULT_RETRY_TIMES if retry_times_async is None else retry_times_async)
+        settings = (_DEFAULT_RETRY_TIMES if retry_times is None else retry_times,
+                    _DEFAULT_RETRY_TIMES if retry_times_async is None else retry_times_async)
+        if mode is None:
+            # Not on the wire (SYNC and ASYNC look alike): the larger limit; (c) and (d) are not judged.
+            limits = [attempt_limit(m, *settings) for m in ("SYNC", "ASYNC")]
+            refused = [x for x in limits if isinstance(x, Refused)]
+            limit: int | Refused | None = refused[0] if refused else max(x for x in limits if isinstance(x, int))
+            if attempt == 1:
+                self.t[_SEND].counts[MODE_UNKNOWN] += 1
+        else:
+            limit = attempt_limit(mode, *settings)
         if limit is None:
             reasons.append(f"mode {mode!r} is not a CommunicationMode")
         elif isinstance(limit, Refused):
@@ -686,6 +698,18 @@ class _Trace:
                                  unconsumed_msg_id=derived[x][1])
                 for x in passed:
                     derived[x][2].append((seq, sample))
+
+    def offset_reset(self, row: dict[str, Any]) -> None:
+        """An administrator set the group's offset: a disturbance of the group (reset), and later commits of the key
+        are exempt for offsets below it delivered before it (offset_not_past_unconsumed)."""
+        group, offset = row["group"], row["offset"]
+        self.group_dist[(group, "reset")].append(row["seq"])
+        key = (group, row["topic"], row["broker"], row["queue_id"])
+        pending = self.pending.get(key)
+        if pending:
+            for x in [x for x in pending if x < offset]:
+                del pending[x]
+        self.stop_derived(key, offset)
 
     def stop_derived(self, key: tuple[str, str, str, int], below: int | None) -> None:
         """Later commits are exempt for the derived deliveries of ``key`` (below ``below``, or all): those no commit

@@ -259,8 +259,10 @@ class TraceRecorder:
     from keeping events in memory, so a recorded run of any length uses bounded memory. ``manifest=False`` leaves the
     directory manifest to the caller (the generator writes it once every shard is done). ``generator`` is stored in
     the manifest. ``delay_levels_ms`` is the run's delay table (the ms of levels 1..n, n <= 18) when its brokers do
-    not use the default one; the manifests record it for this trace id. Raises :class:`TraceWriteError` for a bad
-    trace id, format or delay table, or a trace already written there.
+    not use the default one; the manifests record it for this trace id. ``rewrite`` turns each event into the one
+    recorded (a served run's wire observer rewrites a broker's commit it knows to be an administrator's:
+    ``traces.wireoffsets``). Raises :class:`TraceWriteError` for a bad trace id, format or delay table, or a trace
+    already written there.
     """
 
     def __init__(
@@ -276,6 +278,7 @@ class TraceRecorder:
         manifest: bool = True,
         generator: Mapping[str, Any] | None = None,
         delay_levels_ms: Sequence[int] | None = None,
+        rewrite: Callable[[Event], Event] | None = None,
     ) -> None:
         if fmt not in FORMATS:
             raise TraceWriteError(f"trace format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -303,6 +306,7 @@ class TraceRecorder:
         self._log: EventLog | None = None
         self._clock: Callable[[], int] = lambda: 0
         self._keep_events = keep_events
+        self._rewrite = rewrite
         self._buffer = _Buffer()
         self._seq = 0
         self.rows_written = 0
@@ -335,6 +339,8 @@ class TraceRecorder:
         """Add ``event`` as a row (a batch send's event as one row per message); the log calls this."""
         if self.ended is not None:
             return
+        if self._rewrite is not None:
+            event = self._rewrite(event)
         layout = _LAYOUTS.get(type(event)) or _layout(type(event))
         values = layout.get(event)
         if layout.kind in _BATCH_KINDS and "," in event.msg_id:  # type: ignore[attr-defined]

@@ -65,7 +65,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("status", STRING, "an enum name: SendStatus, GetMessageStatus, PullStatus, ConsumeStatus, trace status"),
     Column("error", STRING, "the failure of a send attempt without a response (exception class or text)"),
     Column("attempt", INT, "send attempt number, from 1"),
-    Column("mode", STRING, "CommunicationMode of a send: SYNC, ASYNC, ONEWAY"),
+    Column("mode", STRING, "CommunicationMode of a send: SYNC, ASYNC, ONEWAY (null: not known, e.g. read off the "
+           "wire, where SYNC and ASYNC look alike)"),
     Column("final", BOOL, "send.result: whether this attempt ended the send"),
     Column("retry_times", INT, "the producer's retryTimesWhenSendFailed"),
     Column("retry_times_async", INT, "the producer's retryTimesWhenSendAsyncFailed"),
@@ -84,7 +85,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("max_offset", LONG, "pull.response: the queue's max offset"),
     Column("count", INT, "pull.response: messages found"),
     Column("increase_only", BOOL, "offset.update: whether the update was increaseOnly"),
-    Column("previous", LONG, "offset.commit: the offset stored before (null: none)"),
+    Column("previous", LONG, "offset.commit, offset.reset: the offset stored before (null: none or not known)"),
     Column("commit_log_offset", LONG, "store.put: physical offset"),
     Column("reconsume_times", INT, "reconsumeTimes shown (consume.deliver), stored (store.put), the copy's (sendback)"),
     Column("max_reconsume_times", INT, "sendback: the max reconsume times the consumer sends"),
@@ -97,13 +98,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("result", STRING, "txn.end at the broker: what happened (COMMITTED, ROLLED_BACK, IGNORED, ...)"),
     Column("check_times", INT, "txn.check: the check count of this check"),
     Column("check_max", INT, "txn.check: the broker's transactionCheckMax"),
-    Column("action", STRING, "txn.check: check or discard; fault.inject: the fault; client.lifecycle: start, ..."),
+    Column("action", STRING, "txn.check: check or discard; fault.inject: the fault; client.lifecycle: start, ...; "
+           "offset.reset: update (UPDATE_CONSUMER_OFFSET of no registered consumer) or reset "
+           "(INVOKE_BROKER_TO_RESET_OFFSET)"),
     Column("crashed", BOOL, "broker.restart: a crash (no clean shutdown)"),
     Column("role", STRING, "client.lifecycle: producer, push_consumer, lite_pull_consumer, ..."),
     Column("detail", STRING, "free text"),
     Column("derived", STRING, "set when the row was inferred from the wire, not seen happen: what it was read from "
            "(a tap's broker-side rows: send_answer, pull_answer, commit_request, check_request; its client-side "
-           "pull.response and consume.deliver rows: pull_answer)"),
+           "pull.response and consume.deliver rows: pull_answer; offset.reset rows of an admin reset: reset_answer)"),
 )
 
 #: The ``derived`` values: what on the wire a row was read from (a send's answer, a pull's answer, a commit request,
@@ -112,6 +115,12 @@ SEND_ANSWER = "send_answer"
 PULL_ANSWER = "pull_answer"
 COMMIT_REQUEST = "commit_request"
 CHECK_REQUEST = "check_request"
+RESET_ANSWER = "reset_answer"
+#: offset.reset ``action`` values: an UPDATE_CONSUMER_OFFSET from a connection not registered as a consumer of the
+#: group (an administrator's write, e.g. mqadmin's resetOffsetByTime on old brokers), and the offsets an
+#: INVOKE_BROKER_TO_RESET_OFFSET answer gives (the admin reset the broker tells the group's clients to apply).
+RESET_UPDATE = "update"
+RESET_INVOKED = "reset"
 
 COLUMN_TYPES: dict[str, str] = {c.name: c.type for c in COLUMNS}
 CORE: tuple[str, ...] = ("trace_id", "seq", "ts_ms", "node", "kind")
@@ -130,8 +139,8 @@ KINDS: dict[str, Kind] = {
     k.name: k
     for k in (
         Kind("send.attempt", "a producer sends one attempt of a message to a queue",
-             ("group", "topic", "broker", "queue_id", "msg_id", "attempt", "mode"),
-             ("retry_times", "retry_times_async", "timeout_ms", "latency_fault")),
+             ("group", "topic", "broker", "queue_id", "msg_id", "attempt"),
+             ("mode", "retry_times", "retry_times_async", "timeout_ms", "latency_fault")),
         Kind("send.result", "the outcome of one attempt: a SendStatus name, or ERROR with code or error",
              ("group", "topic", "broker", "queue_id", "msg_id", "attempt", "status", "final"),
              ("code", "offset", "error", "latency_ms")),
@@ -153,6 +162,10 @@ KINDS: dict[str, Kind] = {
              ("group", "topic", "broker", "queue_id", "offset", "increase_only")),
         Kind("offset.commit", "a broker stores a group's offset (node = broker)",
              ("group", "topic", "broker", "queue_id", "offset"), ("previous", "derived")),
+        Kind("offset.reset", "a group's offset set by an administrator, not by a consumer's progress (node = broker): "
+             "action update (an UPDATE_CONSUMER_OFFSET from a connection not registered as a consumer of the group) "
+             "or reset (an INVOKE_BROKER_TO_RESET_OFFSET answer's offsets)",
+             ("group", "topic", "broker", "queue_id", "offset", "action"), ("previous", "derived")),
         Kind("store.put", "a broker appended a message to a consume queue (node = broker)",
              ("topic", "broker", "queue_id", "offset", "msg_id"),
              ("commit_log_offset", "reconsume_times", "tags", "derived")),

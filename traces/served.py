@@ -35,9 +35,10 @@ class TracedServer(ServedCluster):
         self.trace_dir = Path(out) if out is not None else None
         self.recorder: TraceRecorder | None = None
         if self.trace_dir is not None:
-            self.recorder = TraceRecorder(None, self.trace_dir, trace_id or f"served-{int(time.time() * 1000)}",
-                                          fmt=fmt)
             wire = WireEvents(None, server_events=True, send_mode=send_mode)
+            # The brokers record every commit; those of no registered consumer are an administrator's (offset.reset).
+            self.recorder = TraceRecorder(None, self.trace_dir, trace_id or f"served-{int(time.time() * 1000)}",
+                                          fmt=fmt, rewrite=wire.admin_commits.rewrite)
             options["sinks"] = [*options.get("sinks", ()), self.recorder, wire]
             options["observers"] = [*options.get("observers", ()), wire]
         super().__init__(**options)
@@ -52,3 +53,10 @@ class TracedServer(ServedCluster):
         recorder = self.recorder
         if recorder is not None:
             self.submit(lambda: recorder.record_trace_end(status))
+
+    def close_trace(self) -> None:
+        """End the recorded trace (``CUT`` unless ended) and write it and its manifests now; the server goes on
+        serving, unrecorded (a test reads the trace of a run while the server is still up)."""
+        recorder = self.recorder
+        if recorder is not None:
+            self.submit(recorder.close)

@@ -22,15 +22,17 @@ client.lifecycle      client       ``start`` on the first HEART_BEAT naming a gr
                                    UNREGISTER_CLIENT, ``disconnect`` when a connection that carried the client's
                                    heartbeat closes (the wire cannot tell a crash from a lost connection). Roles:
                                    producer, push_consumer (CONSUME_PASSIVELY), pull_consumer (CONSUME_ACTIVELY)
-send.attempt/.result  client       only when the CommunicationMode is known: the oneway flag (ONEWAY), or the mode the
-                                   operator declares (``send_mode``); SYNC and ASYNC look alike on the wire. Only for
-                                   messages with a UNIQ_KEY (ali-ons sends none: a failed attempt would have no id).
+send.attempt/.result  client       every request and its answer, for messages with a UNIQ_KEY (ali-ons sends none: a
+                                   failed attempt would have no id). ``mode``: ONEWAY from the oneway flag, else the
+                                   mode the operator declares (``send_mode``), else null: SYNC and ASYNC look alike on
+                                   the wire, so send_retry judges such sends by the rules that need no mode.
                                    Attempts are numbered per (producer group, UNIQ_KEY): a request that could not be a
-                                   retry (after a final result, past the attempt limit, or a SYNC attempt past the
-                                   3000 ms default budget) starts a new send. ``final`` follows the spec's retry
-                                   rules with the default producer settings; retry_times, timeout_ms and latency_fault
-                                   stay null. An attempt left unanswered when the next one comes (the client timed
-                                   out) gets an ERROR result then
+                                   retry (after a final result, past the attempt limit — the larger of SYNC's and
+                                   ASYNC's when the mode is null — or a SYNC attempt past the 3000 ms default
+                                   budget) starts a new send. ``final`` follows the spec's retry rules with the
+                                   default producer settings (with the mode null: final only when it is final in both
+                                   modes); retry_times, timeout_ms and latency_fault stay null. An attempt left
+                                   unanswered when the next one comes (the client timed out) gets an ERROR result then
 pull.request          client       every PULL_MESSAGE (commit_offset when the commit bit is set)
 pull.response         client       every answer (status = the client's PullStatus for the code, else ERROR; ERROR
                                    without a code when the connection closes first). Broker side (tap only): when the
@@ -43,9 +45,15 @@ sendback              client       CONSUMER_SEND_MSG_BACK answered SUCCESS, for 
                                    written otherwise (the C++ client sends version 63: the group's maximum decides)
 txn.end               client       every END_TRANSACTION as sent (result null); the broker's outcome is not on the
                                    wire (oneway)
-offset.commit         broker/tap   UPDATE_CONSUMER_OFFSET as received (previous null). Commits a pull makes with its
-                                   commit bit are not written: the broker commits only past its early checks, before
-                                   the (possibly held) answer, so neither their happening nor their order is certain
+offset.commit         broker/tap   UPDATE_CONSUMER_OFFSET as received (previous null) on a connection registered as a
+                                   consumer of the group (HEART_BEAT, no UNREGISTER_CLIENT since). Commits a pull
+                                   makes with its commit bit are not written: the broker commits only past its early
+                                   checks, before the (possibly held) answer, so neither their happening nor their
+                                   order is certain
+offset.reset          broker/both  action update: UPDATE_CONSUMER_OFFSET on a connection not registered as a consumer
+                                   of the group (an administrator's write, not consumer progress; served, the broker's
+                                   own commit row is rewritten so); action reset: each queue of a SUCCESS answer to
+                                   INVOKE_BROKER_TO_RESET_OFFSET (derived reset_answer)
 store.put             broker/tap   a send answered with a stored status, for plain messages (no DELAY, not a half
                                    message, not to a %RETRY% topic: those land elsewhere than the answer says)
 txn.half              broker/tap   a half message (TRAN_MSG) answered SUCCESS: the answer's queue offset is in the
@@ -132,14 +140,16 @@ from rocketspec.spec.send_retry import (
     status_retried,
 )
 from rocketspec.traces.invariants import tag_matches
-from rocketspec.traces.schema import CHECK_REQUEST, COMMIT_REQUEST, PULL_ANSWER, SEND_ANSWER
+from rocketspec.traces.schema import CHECK_REQUEST, COMMIT_REQUEST, PULL_ANSWER, RESET_UPDATE, SEND_ANSWER
+from rocketspec.traces.wireoffsets import AdminCommits, OffsetReset, reset_answer_rows
 
 log = logging.getLogger("rocketspec.wiretap")
 
 SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 #: Requests whose answer this observer reads (others are not kept waiting for one).
 _ANSWERED = SEND_CODES | {RequestCode.PULL_MESSAGE, RequestCode.CONSUMER_SEND_MSG_BACK,
-                          RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO}
+                          RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.GET_BROKER_CLUSTER_INFO,
+                          RequestCode.INVOKE_BROKER_TO_RESET_OFFSET}
 _PULL_CODES = frozenset({ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY,
                          ResponseCode.PULL_OFFSET_MOVED})
 _STORE_STATUSES = frozenset(s.name for s in GetMessageStatus)
@@ -168,7 +178,23 @@ class _Pending:
 class _Connection:
     client_addr: str
     client_id: str | None = None
+    # The groups this connection registered as a consumer of (HEART_BEAT, until UNREGISTER_CLIENT), as the broker's
+    # ConsumerManager keeps channels: group -> (since, until) in arrival time (``WireFrame.received_at``; 0 and None
+    # where frames come in arrival order). A commit of a group it is not registered for is not consumer progress.
+    consumer_groups: dict[str, tuple[float, float | None]] = attrs.Factory(dict)
     pending: OrderedDict[tuple[bool, int], _Pending] = attrs.Factory(OrderedDict)
+
+    def registered(self, group: str, at: float | None) -> bool:
+        """Whether the connection was registered as a consumer of ``group`` when a request that arrived ``at`` came.
+        A served broker's executors take requests out of arrival order (a shutdown's last commits after its
+        UNREGISTER_CLIENT), so the arrival time decides, not the order the observer sees them in."""
+        span = self.consumer_groups.get(group)
+        if span is None:
+            return False
+        since, until = span
+        if at is None:
+            return until is None
+        return since <= at and (until is None or at < until)
 
 
 @attrs.define
@@ -176,7 +202,7 @@ class _Send:
     """One outgoing message (or batch) of a producer group, keyed by its UNIQ_KEY(s): its current send."""
 
     node: str
-    mode: CommunicationMode
+    mode: CommunicationMode | None  # None: SYNC or ASYNC, the wire cannot tell
     attempt: int
     first_ms: int
     final: bool = False
@@ -242,9 +268,10 @@ class WireEvents:
     ``server_events``: the servers emit their own events into the same log (the served reference cluster), so only
     client-side kinds are read off the wire; otherwise (a tap in front of another implementation) the broker-side
     kinds the wire proves are written too. ``send_mode``: the CommunicationMode (``SYNC``, ``ASYNC``) producers use,
-    when the operator knows it; without it only oneway-flagged sends are written. ``max_tracked`` bounds the sends
-    and pulled messages remembered. ``events`` None: it is an ``EventSink`` too, given the run's log when the run
-    starts (``ServedCluster(observer=wire_events, sinks=[recorder, wire_events])``); frames before that are ignored.
+    when the operator knows it; without it sends not flagged oneway are written with mode null. ``max_tracked``
+    bounds the sends and pulled messages remembered. ``events`` None: it is an ``EventSink`` too, given the run's
+    log when the run starts (``ServedCluster(observer=wire_events, sinks=[recorder, wire_events])``); frames before
+    that are ignored.
     """
 
     def __init__(self, events: EventLog | None, *, server_events: bool = False, send_mode: str | None = None,
@@ -261,6 +288,8 @@ class WireEvents:
         self._pulled: OrderedDict[tuple[str, int], _Pulled] = OrderedDict()
         self._routes: dict[tuple[str, str], tuple[str, ...]] = {}
         self._broker_ids: dict[str, int] = {}  # broker address -> broker id, from the routes and cluster info seen
+        # Served: the unregistered commits the brokers are about to record, for the recorder's rewrite of them.
+        self.admin_commits = AdminCommits()
         self.frames = 0
 
     def attach(self, log: EventLog, delay_level_millis: object = None) -> None:
@@ -346,12 +375,11 @@ class WireEvents:
         elif code == RequestCode.PULL_MESSAGE:
             data = self._pull_request(conn, frame)
         elif code == RequestCode.HEART_BEAT:
-            self._heartbeat(conn, command)
+            self._heartbeat(conn, frame)
         elif code == RequestCode.UNREGISTER_CLIENT:
-            self._unregister(conn, command)
+            self._unregister(conn, frame)
         elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
-            if not self.server_events:
-                self._offset_commit(frame)
+            self._offset_commit(conn, frame)
         elif code == RequestCode.END_TRANSACTION:
             self._end_transaction(conn, command)
         elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
@@ -374,9 +402,15 @@ class WireEvents:
             self._route_answered(conn, pending, frame)
         elif code == RequestCode.GET_BROKER_CLUSTER_INFO:
             self._cluster_answered(frame)
+        elif code == RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
+            group = pending.frame.command.field("group")
+            if frame.command.code == ResponseCode.SUCCESS and group:
+                for row in reset_answer_rows(frame.node, group, frame.command.body):
+                    self._emit(row)
 
     # ---------------------------------------------------------------------------------------------- lifecycle
-    def _heartbeat(self, conn: _Connection, command: RemotingCommand) -> None:
+    def _heartbeat(self, conn: _Connection, frame: WireFrame) -> None:
+        command = frame.command
         body = _json_body(command)
         if not isinstance(body, dict) or not isinstance(body.get("clientID"), str) or not body["clientID"]:
             return
@@ -390,12 +424,20 @@ class WireEvents:
             group = data.get("groupName")
             if isinstance(group, str) and group:
                 groups.append((group, _CONSUME_ROLES.get(str(data.get("consumeType")), "consumer")))
+                span = conn.consumer_groups.get(group)
+                if span is None or span[1] is not None:  # a periodic heartbeat keeps the registration's start
+                    conn.consumer_groups[group] = (frame.received_at or 0.0, None)
         for group, role in groups:
             if (client, group) not in self._started:
                 self._started[(client, group)] = role
                 self._emit(ClientLifecycle(node=client, group=group, role=role, action="start"))
 
-    def _unregister(self, conn: _Connection, command: RemotingCommand) -> None:
+    def _unregister(self, conn: _Connection, frame: WireFrame) -> None:
+        command = frame.command
+        consumer_group = command.field("consumerGroup") or ""
+        span = conn.consumer_groups.get(consumer_group)
+        if span is not None and span[1] is None:
+            conn.consumer_groups[consumer_group] = (span[0], frame.received_at or 0.0)
         client = command.field("clientID") or conn.client_id
         if not client:
             return
@@ -437,14 +479,15 @@ class WireEvents:
             producer_group=props.get(Property.PRODUCER_GROUP) or header.producer_group,
         )
         mode = CommunicationMode.ONEWAY if command.is_oneway else self.send_mode
-        if mode is None or not all(keys):
+        if not all(keys):
             return info
         msg_id = ",".join(k for k in keys if k)
         key = (header.producer_group, msg_id)
         send = self._next_attempt(key, mode, conn, frame)
         info = attrs.evolve(info, send=key)
         self._emit(SendAttempt(node=send.node, group=info.group, topic=info.topic, broker=info.broker,
-                               queue_id=info.queue_id, msg_id=msg_id, attempt=send.attempt, mode=mode.value))
+                               queue_id=info.queue_id, msg_id=msg_id, attempt=send.attempt,
+                               mode=None if mode is None else mode.value))  # type: ignore[arg-type]
         if mode is CommunicationMode.ONEWAY:
             send.final = True
             self._emit(SendResultEvent(node=send.node, group=info.group, topic=info.topic, broker=info.broker,
@@ -454,12 +497,12 @@ class WireEvents:
             send.waiting = (frame.connection, command.opaque)
         return info
 
-    def _next_attempt(self, key: tuple[str, str], mode: CommunicationMode, conn: _Connection, frame: WireFrame
-                      ) -> _Send:
+    def _next_attempt(self, key: tuple[str, str], mode: CommunicationMode | None, conn: _Connection,
+                      frame: WireFrame) -> _Send:
         """The send this request is an attempt of: the current one when it can be its retry, else a new one."""
         send = self._sends.get(key)
         now = frame.ts_ms
-        if send is not None and not send.final and send.mode is mode and send.attempt < attempt_limit(mode) and \
+        if send is not None and not send.final and send.mode is mode and send.attempt < _limit(mode) and \
                 not (mode is CommunicationMode.SYNC and now - send.first_ms > DEFAULT_SEND_MSG_TIMEOUT_MS):
             if send.waiting is not None:
                 # The client gave up waiting for the previous attempt's answer before retrying.
@@ -487,7 +530,7 @@ class WireEvents:
         if send is None or send.waiting != attempt:
             return
         assert info.send is not None  # the key the send was found by
-        final = final_if_attempts_left or send.attempt >= attempt_limit(send.mode)
+        final = final_if_attempts_left or send.attempt >= _limit(send.mode)
         send.final, send.waiting = final, None
         self._emit(SendResultEvent(node=send.node, group=info.group, topic=info.topic, broker=info.broker,
                                    queue_id=info.queue_id, msg_id=info.send[1], attempt=send.attempt, status=status,
@@ -503,7 +546,7 @@ class WireEvents:
             return
         if final is None:
             late = send.mode is CommunicationMode.SYNC and now_ms - send.first_ms > DEFAULT_SEND_MSG_TIMEOUT_MS
-            final = late or not failure_retried(Failure.REMOTING, send.mode)
+            final = late or not _may_retry(lambda m: failure_retried(Failure.REMOTING, m), send.mode)
         self._send_result(info, (connection, opaque), status="ERROR", final_if_attempts_left=final, error=error)
 
     def _send_answered(self, pending: _Pending, frame: WireFrame) -> None:
@@ -518,11 +561,12 @@ class WireEvents:
         send = self._sends.get(info.send) if info.send is not None else None
         mode = send.mode if send is not None else CommunicationMode.SYNC
         if status is None:
-            self._send_result(info, attempt, status="ERROR", code=response.code,
-                              final_if_attempts_left=not response_code_retried(response.code, mode))
+            code = response.code
+            self._send_result(info, attempt, status="ERROR", code=code,
+                              final_if_attempts_left=not _may_retry(lambda m: response_code_retried(code, m), mode))
             return
         self._send_result(info, attempt, status=status.value, offset=queue_offset,
-                          final_if_attempts_left=not status_retried(status, mode))
+                          final_if_attempts_left=not _may_retry(lambda m: status_retried(status, m), mode))
         if self.server_events or queue_offset is None:
             return
         if info.half:
@@ -640,14 +684,26 @@ class WireEvents:
                             max_reconsume_times=max_times))
 
     # -------------------------------------------------------------------------------------------- offsets, txns
-    def _offset_commit(self, frame: WireFrame) -> None:
+    def _offset_commit(self, conn: _Connection, frame: WireFrame) -> None:
+        """UPDATE_CONSUMER_OFFSET: a consumer's commit when its connection is registered as a consumer of the group,
+        else an administrator's write (offset.reset, action update: ``traces.wireoffsets``). Served, the broker
+        records the commit itself; the recorder rewrites the unregistered ones."""
         command = frame.command
         group, topic = command.field("consumerGroup"), command.field("topic")
         queue_id, offset = _int(command.ext_fields, "queueId"), _int(command.ext_fields, "commitOffset")
         if not group or not topic or queue_id is None or offset is None:
             return
-        self._emit(OffsetCommit(node=frame.node, group=group, topic=topic, broker=frame.node, queue_id=queue_id,
-                                offset=offset, previous=None, derived=COMMIT_REQUEST))
+        registered = conn.registered(group, frame.received_at)
+        if self.server_events:
+            if not registered:
+                self.admin_commits.expect((frame.node, group, topic, queue_id, offset))
+            return
+        if registered:
+            self._emit(OffsetCommit(node=frame.node, group=group, topic=topic, broker=frame.node, queue_id=queue_id,
+                                    offset=offset, previous=None, derived=COMMIT_REQUEST))
+        else:
+            self._emit(OffsetReset(node=frame.node, group=group, topic=topic, broker=frame.node, queue_id=queue_id,
+                                   offset=offset, action=RESET_UPDATE, derived=COMMIT_REQUEST))
 
     def _end_transaction(self, conn: _Connection, command: RemotingCommand) -> None:
         header = _parsed(EndTransactionHeader.parse, command)
@@ -703,6 +759,22 @@ class WireEvents:
             self.learn_brokers(BrokerData.from_dict(data) for data in table.values())
         except (ValueError, TypeError, AttributeError, UnicodeDecodeError):
             return
+
+
+#: What a send request without the oneway flag may be: the wire cannot tell SYNC from ASYNC.
+_WIRE_MODES = (CommunicationMode.SYNC, CommunicationMode.ASYNC)
+
+
+def _limit(mode: CommunicationMode | None) -> int:
+    """The attempt limit of a send in ``mode`` with the default settings (None: the larger of SYNC's and ASYNC's)."""
+    return attempt_limit(mode) if mode is not None else max(attempt_limit(m) for m in _WIRE_MODES)
+
+
+def _may_retry(retried: Callable[[CommunicationMode], bool], mode: CommunicationMode | None) -> bool:
+    """Whether the producer may retry after this outcome: in ``mode``, or in either mode when it is not known (a
+    result is final only when it ends the send in every mode it may be, so that a retry never follows a final
+    result the wire could not be sure of)."""
+    return retried(mode) if mode is not None else any(retried(m) for m in _WIRE_MODES)
 
 
 def _parsed(parse: Callable[[RemotingCommand], Any], command: RemotingCommand) -> Any:

@@ -23,8 +23,9 @@ import attrs
 
 from rocketspec.conformance import requests
 from rocketspec.conformance.checks import CaseChecks
+from rocketspec.conformance.cleanup import RUN_TAG, run_name
 from rocketspec.conformance.client.driver import START_TIMEOUT_S, DriverError, DriverProcess
-from rocketspec.conformance.context import RUN_TAG, Sent, answer_text
+from rocketspec.conformance.context import Sent, answer_text
 from rocketspec.conformance.model import Case, CaseFailed
 from rocketspec.conformance.wire import Recorder, WireClient
 from rocketspec.refimpl.faults import Faults
@@ -167,7 +168,7 @@ class ClientContext(CaseChecks):
 
     # ---------------------------------------------------------------------------------------------------- names
     def name(self, kind: str) -> str:
-        return f"rscf_{kind}_{RUN_TAG}_{next(_serial)}"
+        return run_name(kind, next(_serial))
 
     def topic(self, queues: int, *, brokers: Iterable[str] | None = None, order: bool = False) -> str:
         """A new topic with ``queues`` queues on the named brokers (all by default), routed at once."""

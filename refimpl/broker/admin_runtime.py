@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable
 from typing import Any
 
+from rocketspec.refimpl.broker.config_settings import BROKER_SETTINGS
+from rocketspec.refimpl.broker.config_settings import LIVE_SETTINGS as _LIVE
 from rocketspec.refimpl.broker.services import BrokerServices
 from rocketspec.refimpl.properties import parse_properties
 from rocketspec.refimpl.remoting import Channel, RemotingCommand
@@ -232,34 +233,6 @@ def _java_int(text: str) -> int:
     return int(text)
 
 
-# Java property → (BrokerConfig attribute, parse Java text, print the attribute as Java does).
-_BOOL = (_java_bool, lambda v: "true" if v else "false")
-_INT = (_java_int, str)
-_LIVE: dict[str, tuple[str, Callable[[str], Any], Callable[[Any], str]]] = {
-    "autoCreateTopicEnable": ("auto_create_topic_enable", *_BOOL),
-    "autoCreateSubscriptionGroup": ("auto_create_subscription_group", *_BOOL),
-    "defaultTopicQueueNums": ("default_topic_queue_nums", *_INT),
-    "brokerPermission": ("broker_permission", *_INT),
-    "longPollingEnable": ("long_polling_enable", *_BOOL),
-    "shortPollingTimeMills": ("short_polling_time_ms", *_INT),
-    "rejectTransactionMessage": ("reject_transaction_message", *_BOOL),
-    "transactionTimeOut": ("transaction_timeout_ms", *_INT),
-    "transactionCheckInterval": ("transaction_check_interval_ms", *_INT),
-    "transactionCheckMax": ("transaction_check_max", *_INT),
-    "slaveReadEnable": ("slave_read_enable", *_BOOL),
-    "offsetCheckInSlave": ("offset_check_in_slave", *_BOOL),
-    "maxMessageSize": ("max_message_size", *_INT),
-    "notifyConsumerIdsChangedEnable": ("notify_consumer_ids_changed_enable", *_BOOL),
-    "traceOn": ("trace_on", *_BOOL),
-    "regionId": ("region_id", str, str),
-    "storeReplyMessageEnable": ("store_reply_message_enable", *_BOOL),
-    "messageIndexEnable": ("message_index_enable", *_BOOL),
-    "enablePropertyFilter": ("enable_property_filter", *_BOOL),
-    # MessageStoreConfig.fileReservedTime (hours): the cleaner reads it on every run (CleanCommitLogService).
-    "fileReservedTime": ("file_reserved_ms", lambda text: _java_int(text) * 3_600_000, lambda ms: str(ms // 3_600_000)),
-}
-
-
 def _human_bytes(size: int) -> str:
     """``MixAll.humanReadableByteCount(bytes, si=false)``."""
     if size < 1024:
@@ -384,27 +357,17 @@ class RuntimeAdmin:
         props.update({
             "brokerName": config.broker_name,
             "brokerId": str(config.broker_id),
-            "brokerClusterName": config.cluster_name,
             "brokerIP1": config.host,
             "brokerIP2": config.host,
             "listenPort": str(config.port),
             "haListenPort": str(config.port + 1),
             "namesrvAddr": broker.namesrv_addr or "",
             "brokerRole": "ASYNC_MASTER" if config.is_master else "SLAVE",
-            "flushDiskType": "SYNC_FLUSH" if config.flush == "sync" else "ASYNC_FLUSH",
-            "fileReservedTime": str(config.file_reserved_ms // 3_600_000),
-            "mappedFileSizeCommitLog": str(config.segment_bytes),
-            "registerNameServerPeriod": str(config.register_interval_ms),
-            "messageDelayLevel": config.message_delay_level,
-            "clusterTopicEnable": "true" if config.cluster_topic_enable else "false",
-            "brokerTopicEnable": "true" if config.broker_topic_enable else "false",
-            "traceTopicEnable": "true" if config.trace_topic_enable else "false",
             "storePathRootDir": root,
             "storePathCommitLog": os.path.join(root, "commitlog") if root else "",
         })
-        for key, (attr, _parse, show) in _LIVE.items():
-            if hasattr(config, attr):
-                props[key] = show(getattr(config, attr))
+        for key, setting in BROKER_SETTINGS.items():
+            props[key] = setting.show(getattr(config, setting.attr))
         return props
 
     def _version_json(self) -> str:
@@ -422,7 +385,7 @@ class RuntimeAdmin:
             return request.response(ResponseCode.SUCCESS)
         try:
             props = parse_properties(request.body.decode("utf-8"))
-        except UnicodeDecodeError:
+        except ValueError:  # not UTF-8, or a malformed \uxxxx escape: string2Properties answers null
             return request.response(ResponseCode.SYSTEM_ERROR, remark="string2Properties error")
         black = set(_ALWAYS_BLACK) | {k for k in self.all_configs().get("configBlackList", "").split(";") if k}
         if black & set(props):

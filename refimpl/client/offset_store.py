@@ -31,6 +31,7 @@ from rocketspec.refimpl.events import OffsetUpdate
 from rocketspec.refimpl.remoting import RemotingCommand
 from rocketspec.refimpl.route import RawJson, dumps_java
 from rocketspec.refimpl.runtime import Future, Runtime
+from rocketspec.spec import fastjson
 from rocketspec.spec.protocol import (
     MASTER_ID,
     RESET_OFFSET_CLIENT_WAIT_MS,
@@ -369,60 +370,6 @@ class LocalFileOffsetStore(_MemoryOffsetTable):
 
 # --------------------------------------------------------------------------------------------- broker requests
 
-_DECODER = json.JSONDecoder()
-
-
-def _skip(text: str, pos: int) -> int:
-    while pos < len(text) and text[pos] in " \t\r\n":
-        pos += 1
-    return pos
-
-
-def _value(text: str, pos: int) -> tuple[Any, int]:
-    """One JSON value at ``pos``, where an object may also be a map key (fastjson's form of a map keyed by an
-    object): such a key becomes a tuple of its sorted items."""
-    pos = _skip(text, pos)
-    if text.startswith("{", pos):
-        out: dict[Any, Any] = {}
-        pos = _skip(text, pos + 1)
-        while not text.startswith("}", pos):
-            key, pos = _value(text, pos)
-            if isinstance(key, dict):
-                key = tuple(sorted(key.items()))
-            pos = _skip(text, pos)
-            if not text.startswith(":", pos):
-                raise ValueError(f"':' expected at {pos}")
-            out[key], pos = _value(text, pos + 1)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-            elif not text.startswith("}", pos):
-                raise ValueError(f"',' or '}}' expected at {pos}")
-        return out, pos + 1
-    if text.startswith("[", pos):
-        items: list[Any] = []
-        pos = _skip(text, pos + 1)
-        while not text.startswith("]", pos):
-            item, pos = _value(text, pos)
-            items.append(item)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-            elif not text.startswith("]", pos):
-                raise ValueError(f"',' or ']' expected at {pos}")
-        return items, pos + 1
-    return _DECODER.raw_decode(text, pos)
-
-
-def loads_object_keys(data: bytes | str) -> Any:
-    """Parse fastjson output whose maps may be keyed by objects (``{{"brokerName":...}:5}``)."""
-    text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
-    value, pos = _value(text, 0)
-    if _skip(text, pos) != len(text):
-        raise ValueError(f"trailing data at {pos}")
-    return value
-
-
 def _queue_of(fields: Any) -> MessageQueue:
     items = dict(fields)
     return MessageQueue(str(items["topic"]), str(items["brokerName"]), int(items["queueId"]))
@@ -433,7 +380,7 @@ def decode_offset_table(body: bytes | None) -> dict[MessageQueue, int]:
     {topic, brokerName, queueId, offset}."""
     if not body:
         return {}
-    table = loads_object_keys(body).get("offsetTable") or {}
+    table = fastjson.loads(body).get("offsetTable") or {}
     if isinstance(table, list):
         return {_queue_of(entry): int(entry["offset"]) for entry in table}
     return {_queue_of(key): int(offset) for key, offset in table.items()}
@@ -530,7 +477,6 @@ __all__ = [
     "decode_offsets",
     "encode_offset_table",
     "encode_offsets",
-    "loads_object_keys",
     "reset_offset",
     "reset_offset_request",
 ]

@@ -94,13 +94,27 @@ def _run(suite: str, target_text: str, cases: list[Case], make_context: Callable
         _progress(result)
         results.append(result)
     return RunReport(suite, target_text, tuple(results), settings(), args.strict, started_at,
-                     time.monotonic() - started, _coverage(suite, cases, args))
+                     time.monotonic() - started, _coverage(suite, cases, results, args))
 
 
-def _coverage(suite: str, cases: Sequence[Case], args: argparse.Namespace) -> dict[str, object]:
-    document = coverage(suite, cases).to_json()
+def _coverage(suite: str, cases: Sequence[Case], results: Sequence[CaseResult],
+              args: argparse.Namespace) -> dict[str, object]:
+    """The run's coverage: only clauses a case judged (a verdict, not a skip or an error) count as covered."""
+    document = coverage(suite, cases, results=results).to_json()
     document["filtered"] = bool(args.case)
     return document
+
+
+# After Ctrl-C the clean-up may take this long (the command must end within 2 s).
+INTERRUPTED_CLEANUP_S = 1.0
+
+
+def _report_leftovers(left: frozenset[str]) -> None:
+    """Say which of the run's names the target still lists after the clean-up (it refused to delete them)."""
+    if left:
+        shown = ", ".join(sorted(left)[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        print(f"rocketspec conformance broker: the target did not delete {len(left)} name(s) the run made: {shown}",
+              flush=True)
 
 
 def cmd_conformance_broker(args: argparse.Namespace) -> int:
@@ -119,11 +133,15 @@ def cmd_conformance_broker(args: argparse.Namespace) -> int:
     except TargetError as exc:
         raise UsageError(str(exc)) from None
     print(f"rocketspec conformance broker: {describe(target)}; {len(cases)} case(s)", flush=True)
+    target.take_inventory()
     try:
         report = _run("broker", describe(target), cases, lambda case, budget: BrokerContext(target, case, budget),
                       args, lambda: dict(target.settings_used))
-    finally:
-        target.cleanup()
+    except BaseException:
+        # Ctrl-C ends the command within 2 s: the clean-up gets part of that, and what it cannot delete stays.
+        target.cleanup(deadline=time.monotonic() + INTERRUPTED_CLEANUP_S)
+        raise
+    _report_leftovers(target.cleanup())
     return _finish(args, report)
 
 
@@ -147,7 +165,7 @@ def cmd_conformance_client(args: argparse.Namespace) -> int:
     except DriverStartError as exc:
         raise UsageError(str(exc)) from None
     report = RunReport("client", f"driver: {' '.join(argv)}", tuple(results), {}, args.strict, started_at,
-                       time.monotonic() - started, _coverage("client", cases, args))
+                       time.monotonic() - started, _coverage("client", cases, results, args))
     code = _finish(args, report)
     broken = next((r.detail for r in results if r.detail.startswith("not run: ")), None)
     if broken is not None:

@@ -2,24 +2,36 @@
 
 Each command group owns its parsers and handlers (``cli.spec``, ``cli.traces``, ``cli.serve``, ``cli.conformance``);
 option values are parsed by the types of ``cli.argtypes``. A handler returns the exit status (0 ok, 1 a check
-failed) or raises :class:`~rocketspec.cli.errors.UsageError` (exit 2, one line); Ctrl-C exits 130 with one line, and a
-reader that closed the pipe (``| head``) ends the command quietly.
+failed) or raises :class:`~rocketspec.cli.errors.UsageError` (exit 2, one line); a reader that closed the pipe
+(``| head``) ends the command quietly.
+
+Interrupts: Ctrl-C (SIGINT) and SIGTERM end every command the same way, within 2 s: the handler's cleanup runs
+(``spec check`` kills its CrossHair process groups and starts no new one), one line ``rocketspec: interrupted`` is
+printed on stderr, no traceback, and the exit status is 130 for SIGINT and 143 for SIGTERM (128 + the signal's
+number, as a shell reports a process the signal ended). SIGTERM is turned into :class:`Terminated`, a
+``KeyboardInterrupt``, so that every ``except KeyboardInterrupt`` and ``finally`` cleans up after it as after a
+Ctrl-C; a command that handles the signals itself (``serve``, ``tap``) installs its own handlers while it runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
 
 from rocketspec import __version__
 from rocketspec.cli import conformance, serve, spec, traces
 from rocketspec.cli.errors import UsageError
+from rocketspec.cli.parsing import CommandParser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser: argparse.ArgumentParser = CommandParser(  # an unknown option reported by its sub-command (cli.parsing)
         prog="rocketspec",
         description="Executable, formally checked specification of Apache RocketMQ 4.x client/broker protocols.",
     )
@@ -33,17 +45,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit statuses of an interrupted command: 128 + the signal's number.
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like a Ctrl-C so that every command's cleanup runs the same way."""
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while a command runs (the previous handler is back afterwards: ``main``
+    is also called in-process, by tests). Only the main thread may install a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.handler(args))
+        with _sigterm_interrupts():
+            return int(args.handler(args))
     except UsageError as exc:
         print(f"rocketspec: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("rocketspec: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_SIGTERM if isinstance(exc, Terminated) else EXIT_SIGINT
     except BrokenPipeError:
         # The reader stopped reading (`| head`): it had what it wanted. Nothing more may reach the closed pipe.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -9,8 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketspec.cli.argtypes import (
     delay_level_text,
@@ -26,9 +25,14 @@ from rocketspec.refimpl.limits import MIB, ServerLimits
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, SERVER_CHANNEL_MAX_IDLE_S
 from rocketspec.traces.recording import FORMATS
 
+if TYPE_CHECKING:  # (the module itself is loaded when serve runs: start-up time)
+    from rocketspec.cli.brokerconf import Sourced
+    from rocketspec.refimpl.served import ServedCluster
+
 SEND_MODES = ("SYNC", "ASYNC")
-SEND_MODE_HELP = ("how the producers send (SYNC or ASYNC; they look alike on the wire): with it the trace records send "
-                  "attempts and results of messages with a UNIQ_KEY, judged by the send-retry rules of that mode")
+SEND_MODE_HELP = ("how the producers send (SYNC or ASYNC; they look alike on the wire): the trace's sends get that "
+                  "mode and are judged by every send-retry rule of it (without it their mode is unknown, and the "
+                  "budget and broker-avoidance rules are not judged)")
 
 
 @contextmanager
@@ -47,30 +51,66 @@ def _until_interrupted() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-def _check_trace_dir(path: str | None, force: bool) -> None:
-    if path is None:
-        return
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"trace output {out} is a file, not a directory")
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise UsageError(f"trace directory {out} is not empty (use --force to add this run to it)")
+def _check_trace_dir(path: str | None, force: bool, option: str = "--trace") -> None:
+    from rocketspec.cli.serve_checks import writable_dir
+
+    if path is not None:
+        writable_dir(option, path, force=force, empty=True)
 
 
-def _broker_ports(first: int, brokers: int) -> list[int]:
-    """``--broker-port P``: broker i listens on P + 10 i (and on that port - 2, the VIP channel)."""
-    ports = [first + 10 * i for i in range(brokers)]
+def _broker_ports(picked: Sourced, brokers: int) -> list[int] | None:
+    """``--broker-port P`` (or a config file's ``listenPort``): broker i listens on P + 10 i (and on that port - 2,
+    the VIP channel); None: free ports."""
+    if picked.value is None:
+        return None
+    ports = [picked.value + 10 * i for i in range(brokers)]
     if ports[0] < 3 or ports[-1] > 65535:
-        raise UsageError(f"--broker-port {first} leaves no room for {brokers} broker(s) "
+        raise UsageError(f"{picked.source} leaves no room for {brokers} broker(s) "
                          f"(ports {ports[0]}..{ports[-1]}, each with its port - 2)")
     return ports
 
 
+def _file_error(option: str, path: str, error: ValueError) -> UsageError:
+    """A fault or ACL file's error, naming the option (the library's message names the file already)."""
+    return UsageError(f"{option} {path}: {str(error).replace(f' file {path}', ' file')}")
+
+
+def _configure_namesrvs(served: ServedCluster, settings: dict[str, str]) -> None:
+    """Start the name servers with a --namesrv-config file's settings (on the loop that serves them, before
+    ``ready`` is printed)."""
+    assert served.cluster is not None
+    for namesrv in served.cluster.namesrvs:
+        namesrv.admin.configure(settings)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     started = time.monotonic()
+    from rocketspec.cli.brokerconf import serve_config
+    from rocketspec.cli.serve_checks import bindable_host, free_broker_ports, free_port, resolvable, writable_dir
+    from rocketspec.refimpl.acl_config import load_acl_file
+    from rocketspec.refimpl.served import load_fault_file
     from rocketspec.traces.served import TracedServer
 
+    config = serve_config(args)
     _check_trace_dir(args.trace, args.force)
+    if args.data_dir is not None:
+        writable_dir("--data-dir", args.data_dir)
+    bindable_host(args.host)
+    resolvable(config.advertise_host.source, config.advertise_host.value)
+    free_port(config.port.source, args.host, config.port.value)
+    broker_ports = _broker_ports(config.broker_port, args.brokers)
+    if broker_ports is not None:
+        free_broker_ports(config.broker_port.source, args.host, broker_ports)
+    try:
+        faults = load_fault_file(args.faults) if args.faults else None
+    except ValueError as error:
+        raise _file_error("--faults", args.faults, error) from None
+    try:
+        acl = load_acl_file(args.acl) if args.acl else None
+    except ValueError as error:
+        raise _file_error("--acl", args.acl, error) from None
+    for note in config.notes:
+        print(f"rocketspec: note: {note}", file=sys.stderr)
     try:
         served = TracedServer(
             args.trace,
@@ -78,25 +118,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
             send_mode=args.send_mode,
             brokers=args.brokers,
             host=args.host,
-            port=args.port,
-            advertise_host=args.advertise_host,
+            port=config.port.value,
+            advertise_host=config.advertise_host.value,
             data_dir=args.data_dir,
-            flush=args.flush,
+            flush=config.flush,
             # (mypy cannot see that these keys are not TracedServer's own str parameters: they go to **options)
-            **({"broker_ports": _broker_ports(args.broker_port, args.brokers)} if args.broker_port else {}),  # type: ignore[arg-type]
-            faults=args.faults,
-            limits=ServerLimits(idle_close_s=args.idle_close, max_connections=args.max_connections,
+            **({"broker_ports": broker_ports} if broker_ports else {}),  # type: ignore[arg-type]
+            faults=faults,
+            limits=ServerLimits(idle_close_s=config.idle_close.value, max_connections=args.max_connections,
                                 buffer_limit_bytes=args.buffer_limit * MIB),
-            **({"message_delay_level": args.message_delay_level} if args.message_delay_level else {}),
-            **({"enable_property_filter": True} if args.enable_property_filter else {}),  # type: ignore[arg-type]
-            **({"acl": args.acl} if args.acl else {}),
+            **config.broker_options,
+            acl=acl,
         )
-    except ValueError as error:  # a bad fault file (FaultFileError), ACL file (AclFileError), send mode or trace dir
+    except ValueError as error:  # a bad send mode or trace dir, a setting a broker refuses
         raise UsageError(str(error)) from None
-    except OSError as error:
+    except OSError as error:  # a port taken since it was checked, a data directory gone
         where = f" ({error.filename})" if error.filename else ""
         raise UsageError(f"{error.strerror or error}{where}") from None
     with served, _until_interrupted() as stop:
+        if config.namesrv_settings:
+            served.submit(lambda: _configure_namesrvs(served, config.namesrv_settings))
         for name, queues in args.topic:
             served.create_topic(name, queues)
         print(served.describe())
@@ -135,8 +176,9 @@ def add_parsers(commands: Any) -> None:
         ),
     )
     serve.add_argument("--brokers", type=positive_int, default=1, metavar="N", help="brokers (default 1)")
-    serve.add_argument("--port", type=port_number, default=DEFAULT_NAMESRV_PORT, metavar="P",
-                       help=f"name server port (default {DEFAULT_NAMESRV_PORT}; 0 picks a free one)")
+    serve.add_argument("--port", type=port_number, metavar="P",
+                       help=f"name server port (default the --namesrv-config file's listenPort, else "
+                            f"{DEFAULT_NAMESRV_PORT}; 0 picks a free one)")
     serve.add_argument("--host", default="127.0.0.1", metavar="H",
                        help="address to bind (default 127.0.0.1; 0.0.0.0 for every interface)")
     serve.add_argument("--advertise-host", metavar="H",
@@ -144,7 +186,7 @@ def add_parsers(commands: Any) -> None:
                             "address when bound to 0.0.0.0)")
     serve.add_argument("--data-dir", metavar="D",
                        help="keep the brokers' stores here, recovered on the next start (default in memory)")
-    serve.add_argument("--flush", choices=("async", "sync"), default="async",
+    serve.add_argument("--flush", choices=("async", "sync"),
                        help="the brokers' flushDiskType: async (default, ASYNC_FLUSH) writes each message to the "
                             "data directory's files at once and fsyncs them every 500 ms, so a killed server keeps "
                             "every acknowledged message; sync (SYNC_FLUSH) answers a send only after the fsync "
@@ -161,7 +203,7 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--faults", metavar="FILE",
                        help="JSON fault rules to apply from the start (docs/serve.md): error codes, delays, dropped "
                             "requests or responses, disconnects, per broker and request code")
-    serve.add_argument("--idle-close", type=non_negative_float, default=SERVER_CHANNEL_MAX_IDLE_S, metavar="S",
+    serve.add_argument("--idle-close", type=non_negative_float, metavar="S",
                        help="close a connection with no traffic either way for S seconds, as RocketMQ's "
                             f"serverChannelMaxIdleTimeSeconds (default {SERVER_CHANNEL_MAX_IDLE_S}; 0: never)")
     serve.add_argument("--max-connections", type=positive_int, default=ServerLimits().max_connections, metavar="N",
@@ -185,6 +227,13 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--acl", metavar="FILE",
                        help="plain ACL as RocketMQ's aclEnable: a plain_acl.yml of accounts and white addresses; "
                             "brokers check every request, the name server its changing ones (docs/serve.md)")
+    serve.add_argument("--broker-config", metavar="FILE",
+                       help="a RocketMQ broker.conf (Java properties) applied to every broker: messageDelayLevel, "
+                            "transactionTimeOut, transactionCheckInterval, enablePropertyFilter, flushDiskType, ... "
+                            "(docs/serve.md lists what is taken, ignored or refused); a flag given overrides it")
+    serve.add_argument("--namesrv-config", metavar="FILE",
+                       help="a RocketMQ name server configuration file (NamesrvConfig and NettyServerConfig "
+                            "properties: listenPort, orderMessageEnable, ...); a flag given overrides it")
     serve.set_defaults(handler=cmd_serve)
 
     tap = commands.add_parser(

@@ -5,15 +5,19 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocketspec.cli.argtypes import non_negative_int, positive_float, positive_int
 from rocketspec.cli.errors import UsageError
 from rocketspec.cli.progress import ProgressLine, if_watched
 from rocketspec.contracts import CONDITION_TIMEOUT_S, UNINTERESTING_ITERATIONS
 from rocketspec.spec import AREAS, area_module
+
+if TYPE_CHECKING:  # the checker is imported when it runs
+    from rocketspec.speccheck import AreaReport
 
 
 def _areas(names: Sequence[str]) -> list[str]:
@@ -23,7 +27,25 @@ def _areas(names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names)) or list(AREAS)
 
 
+def summary_line(reports: Sequence[AreaReport]) -> str:
+    """The last line of ``spec check``: areas, clauses, states, the verdict, and how many CrossHair conditions are
+    unconfirmed (neither refuted nor confirmed over all paths) where any are."""
+    ok = all(r.ok for r in reports)
+    clauses = sum(len(r.clauses) for r in reports)
+    failed = sum(not c.ok for r in reports for c in r.clauses)
+    states = sum(r.exploration.states for r in reports if r.exploration is not None)
+    unconfirmed = sum(r.unconfirmed for r in reports)
+    verdict = "all pass" if ok else f"{failed} clause(s) FAILED"
+    if unconfirmed:
+        verdict += f", {unconfirmed} CrossHair condition{'s' if unconfirmed != 1 else ''} unconfirmed"
+    return f"{len(reports)} area(s), {clauses} clauses, {states} states explored: {verdict}"
+
+
 def cmd_spec_check(args: argparse.Namespace) -> int:
+    """Exit 0 when every clause passes, 1 when one fails (or, with ``--strict``, when a CrossHair condition is
+    unconfirmed), 2 on bad input."""
+    from rocketspec.checkcache import CheckCache
+    from rocketspec.console import wrap_block
     from rocketspec.speccheck import check_areas, format_report
 
     areas = _areas(args.areas)
@@ -42,27 +64,31 @@ def cmd_spec_check(args: argparse.Namespace) -> int:
         max_states=args.max_states,
         jobs=args.jobs,
         progress=if_watched(ProgressLine("spec check")),
+        cache=CheckCache(read=not args.no_cache),
     )
     ok = all(r.ok for r in reports)
-    document = {"ok": ok, "areas": [r.to_json() for r in reports]}
+    unconfirmed = sum(r.unconfirmed for r in reports)
+    document = {"ok": ok, "unconfirmed": unconfirmed, "areas": [r.to_json() for r in reports]}
     if args.json:
         print(json.dumps(document, indent=2))
     else:
         for report in reports:
             print(format_report(report))
             print()
-        clauses = sum(len(r.clauses) for r in reports)
-        failed = sum(not c.ok for r in reports for c in r.clauses)
-        states = sum(r.exploration.states for r in reports if r.exploration is not None)
-        verdict = "all pass" if ok else f"{failed} clause(s) FAILED"
-        print(f"{len(reports)} area(s), {clauses} clauses, {states} states explored: {verdict}")
+        print(wrap_block(summary_line(reports)))
     if args.report is not None:
         Path(args.report).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
-    return 0 if ok else 1
+    if not ok:
+        return 1
+    if args.strict and unconfirmed:
+        print(f"rocketspec: --strict: {unconfirmed} CrossHair condition(s) unconfirmed", file=sys.stderr)
+        return 1
+    return 0
 
 
 def cmd_spec_clauses(args: argparse.Namespace) -> int:
-    from rocketspec.speccheck import clause_listing, format_table
+    from rocketspec.console import format_fitting
+    from rocketspec.speccheck import clause_listing
 
     listing = clause_listing(_areas(args.areas))
     if args.json:
@@ -72,7 +98,8 @@ def cmd_spec_clauses(args: argparse.Namespace) -> int:
         [str(c["id"]), str(c["statement"]), str(c["source"]), ", ".join(c["checks"]) or "-"]  # type: ignore[arg-type]
         for c in listing
     ]
-    print(format_table(rows, ["clause", "statement", "source", "checks"]))
+    # A table where the terminal is wide enough to keep every identifier whole, else a block per clause.
+    print(format_fitting(rows, ["clause", "statement", "source", "checks"]))
     return 0
 
 
@@ -118,7 +145,9 @@ def add_parsers(commands: Any) -> None:
         help="run CrossHair and the bounded explorer; print a table per clause",
         description=(
             "Check every contract with CrossHair and every invariant by bounded exhaustive exploration, then "
-            "print, per area, a table: clause, checked by, result, states explored. Exit 1 if any clause fails."
+            "print, per area, a table: clause, checked by, result, states explored. Exit 1 if any clause fails. "
+            "A result whose sources and settings have not changed since an earlier run is taken from the cache "
+            "(marked cached); --no-cache runs everything."
         ),
     )
     check.add_argument("areas", nargs="*", metavar="AREA", help=f"areas to check (default all: {', '.join(AREAS)})")
@@ -135,6 +164,13 @@ def add_parsers(commands: Any) -> None:
     check.add_argument("--no-explore", action="store_true", help="skip the bounded explorer")
     check.add_argument("--json", action="store_true", help="print the report as JSON instead of tables")
     check.add_argument("--report", metavar="FILE", help="also write the JSON report to FILE")
+    check.add_argument("--strict", action="store_true",
+                       help="exit 1 also when a CrossHair condition is unconfirmed (no counterexample found, but not "
+                            "confirmed over all paths within the timeout and iterations)")
+    check.add_argument("--no-cache", action="store_true",
+                       help="run every check again, ignoring the results stored by earlier runs with the same "
+                            "sources and settings (the fresh ones are stored; the cache is $ROCKETSPEC_CACHE_DIR, "
+                            "else $XDG_CACHE_HOME/rocketspec, else ~/.cache/rocketspec)")
     check.set_defaults(handler=cmd_spec_check)
 
     clauses = spec_commands.add_parser(

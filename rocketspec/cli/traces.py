@@ -56,6 +56,7 @@ def cmd_traces_generate(args: argparse.Namespace) -> int:
 
 def cmd_traces_check(args: argparse.Namespace) -> int:
     from rocketspec.traces.engine import PYTHON, choose_engine, is_remote
+    from rocketspec.traces.invariants import not_judged_notes
     from rocketspec.traces.report import format_report
     from rocketspec.traces.schema import SchemaError
 
@@ -102,6 +103,9 @@ def cmd_traces_check(args: argparse.Namespace) -> int:
         print(report.dumps())
     else:
         print(format_report(report, samples=args.samples))
+    for result in report.results:  # the parts not judged, each with why in one line (invariants.NOT_JUDGED_WHY)
+        for note in not_judged_notes(result.name, dict(result.counts)):
+            print(f"rocketspec: {note}", file=sys.stderr)
     if args.report is not None:
         Path(args.report).write_text(report.dumps() + "\n", encoding="utf-8")
     if args.html is not None:

@@ -3,7 +3,8 @@
 
 A disturbance of group G in (a, b) is a row with a < seq < b of one of the causes: ``rebalance`` (a
 rebalance.assign of G whose queue set differs from the node's previous one for the topic), ``client`` (a
-client.lifecycle of G), ``offset_illegal`` (a client-side pull.response of G with status OFFSET_ILLEGAL) — the
+client.lifecycle of G), ``offset_illegal`` (a client-side pull.response of G with status OFFSET_ILLEGAL),
+``reset`` (an offset.reset of G: an administrator set its offset) — the
 :data:`GROUP_CAUSES` — and ``broker_restart``, ``fault``, ``deletion``, which disturb every group of the trace (the
 :data:`GLOBAL_CAUSES`). :func:`with_last_disturbances` gives each row the seq of the last disturbance of each cause
 before it; :func:`with_shared_queue` sets the cause ``shared_queue`` where the row's queue is a shared queue of its
@@ -19,13 +20,13 @@ from rocketspec.traces import invariants as inv
 from rocketspec.traces.sparkcheck.columns import _U, STOPPED
 from rocketspec.traces.sparkcheck.context import CheckContext
 
-GROUP_CAUSES = ("rebalance", "client", "offset_illegal")  # disturbances of one group
+GROUP_CAUSES = inv.GROUP_CAUSES  # disturbances of one group
 GLOBAL_CAUSES = ("broker_restart", "fault", "deletion")  # disturbances of every group of the trace
 DISTURBANCES = tuple(c for c in inv.CAUSES if c not in ("stored_twice", inv.SHARED_QUEUE))
 
 
 def group_disturbances(ctx: CheckContext) -> DataFrame:
-    """(trace_id, group, seq, _cause) of the disturbances of one group: rebalance, client, offset_illegal."""
+    """(trace_id, group, seq, _cause) of the disturbances of one group: rebalance, client, offset_illegal, reset."""
 
     def build() -> DataFrame:
         assign = ctx.kind("rebalance.assign").select(
@@ -38,7 +39,8 @@ def group_disturbances(ctx: CheckContext) -> DataFrame:
         illegal = (ctx.kind("pull.response")
                    .where((F.col("node") != F.col("broker")) & (F.col("status") == "OFFSET_ILLEGAL"))
                    .select("trace_id", "group", "seq", F.lit("offset_illegal").alias("_cause")))
-        return rebalance.unionByName(client).unionByName(illegal)
+        reset = ctx.kind("offset.reset").select("trace_id", "group", "seq", F.lit("reset").alias("_cause"))
+        return rebalance.unionByName(client).unionByName(illegal).unionByName(reset)
 
     return ctx.shared("group_disturbances", build)
 
@@ -56,7 +58,7 @@ def with_last_disturbances(ctx: CheckContext, q: DataFrame) -> DataFrame:
     the row's group before the row (null: none). A disturbance lies in (a, seq) exactly when ``_L_c > a``."""
     cols = q.columns
     out = q
-    if ctx.has("rebalance.assign", "client.lifecycle", "pull.response"):
+    if ctx.has("rebalance.assign", "client.lifecycle", "pull.response", "offset.reset"):
         u = out.withColumn("_cause", F.lit(None).cast("string")).unionByName(
             group_disturbances(ctx), allowMissingColumns=True)
         w = Window.partitionBy("trace_id", "group").orderBy("seq").rowsBetween(_U, Window.currentRow)

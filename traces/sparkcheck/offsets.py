@@ -4,7 +4,8 @@
   regression, allowed when the group was disturbed since the offset was last below it
   (:mod:`rocketspec.traces.sparkcheck.disturbances`) or its queue is shared; counted per cause, else a violation.
 * offset_not_past_unconsumed (OFF-3, OFF-15, OFF-17, OFF-18): no commit between an offset's first delivery and its
-  completion passes it, unless a store.delete of the queue or an OFFSET_ILLEGAL pull answer came in between.
+  completion passes it, unless a store.delete of the queue, an OFFSET_ILLEGAL pull answer or an offset.reset of
+  the key past it came in between.
 
 ``invariants.BY_NAME[name].rule`` is each exact rule.
 """
@@ -56,7 +57,8 @@ def offset_no_regression(ctx: CheckContext) -> InvariantResult:
 def offset_not_past_unconsumed(ctx: CheckContext) -> InvariantResult:
     """offset_not_past_unconsumed (OFF-3, OFF-15, OFF-17, OFF-18): per key and delivered offset x, a commit of the
     key after x's first delivery d and before its first completion c with an offset above x is a violation, unless a
-    store.delete of the queue past x or a client-side OFFSET_ILLEGAL of the group for the queue came after d."""
+    store.delete of the queue past x, a client-side OFFSET_ILLEGAL of the group for the queue or an offset.reset of
+    the key past x came after d."""
     name = "offset_not_past_unconsumed"
     key = list(KEY)
     commits = ctx.clustering(ctx.kind("offset.commit")).select(*key, F.col("seq").alias("t"),
@@ -125,6 +127,13 @@ def offset_not_past_unconsumed(ctx: CheckContext) -> InvariantResult:
         exempt = (candidates.join(deletes, list(QUEUE))
                   .where((F.col("e") > F.col("d")) & (F.col("e") < F.col("t"))
                          & (F.col("deleted_to") > F.col("x")))
+                  .select(*key, "x", "t").distinct())
+        candidates = candidates.join(exempt, [*key, "x", "t"], "left_anti")
+    if ctx.has("offset.reset"):
+        # An administrator set the key's offset past x (as a deletion past x, for the key only).
+        resets = ctx.kind("offset.reset").select(*key, F.col("seq").alias("e"), F.col("offset").alias("reset_to"))
+        exempt = (candidates.join(resets, key)
+                  .where((F.col("e") > F.col("d")) & (F.col("e") < F.col("t")) & (F.col("reset_to") > F.col("x")))
                   .select(*key, "x", "t").distinct())
         candidates = candidates.join(exempt, [*key, "x", "t"], "left_anti")
     violations = (candidates.groupBy(*key, "t", "o")

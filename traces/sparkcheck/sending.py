@@ -15,6 +15,7 @@ from __future__ import annotations
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 
+from rocketspec.traces import invariants as inv
 from rocketspec.traces import oracles
 from rocketspec.traces.report import InvariantResult
 from rocketspec.traces.sparkcheck.columns import _U, _one_per_row
@@ -22,7 +23,11 @@ from rocketspec.traces.sparkcheck.context import CheckContext, _answer
 
 
 def attempt_limit_or_none(mode: str | None, retry_times: int, retry_times_async: int) -> int | None:
-    """send_retry.attempt_limit (SEND-1, SEND-9) for a mode's name; None for a mode that is not one."""
+    """send_retry.attempt_limit (SEND-1, SEND-9) for a mode's name; None for a mode that is not one. A null mode
+    (not known: SYNC and ASYNC look alike on the wire) has the larger of the SYNC and ASYNC limits."""
+    if mode is None:
+        limits = [_answer(oracles.attempt_limit(m, retry_times, retry_times_async)) for m in ("SYNC", "ASYNC")]
+        return None if None in limits else max(x for x in limits if x is not None)
     return _answer(oracles.attempt_limit(mode, retry_times, retry_times_async))
 
 
@@ -120,4 +125,6 @@ def send_retry(ctx: CheckContext) -> InvariantResult:
                     "attempt %d went to %s again although the route offers another writable broker", "attempt",
                     "broker").alias("reason"))
             out = out.unionByName(same, allowMissingColumns=True)
-    return ctx.result(name, ctx.persist(_one_per_row(out)))
+    # (c) and (d) need the mode: sends whose first attempt has none are judged by (a) and (b) only.
+    unknown = attempts.where((F.col("attempt") == 1) & F.col("mode").isNull()).count()
+    return ctx.result(name, ctx.persist(_one_per_row(out)), {inv.MODE_UNKNOWN: unknown} if unknown else {})
