@@ -25,7 +25,7 @@ from types import ModuleType
 import attrs
 
 from rocketspec.checkcache import CheckCache, module_file, split_run
-from rocketspec.console import display_width, format_table, table_width, wrap_block
+from rocketspec.console import format_table, table_width, wrap_block
 from rocketspec.contracts import (
     CONDITION_TIMEOUT_S,
     UNINTERESTING_ITERATIONS,
@@ -577,11 +577,8 @@ __all__ = [
     "clause_table",
     "contract_modules",
     "crosshair_checks",
-    "display_width",
     "explore_checks",
     "format_report",
-    "format_table",
     "invariants_of",
     "oracle_reference",
-    "table_width",
 ]

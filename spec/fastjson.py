@@ -47,10 +47,8 @@ def _value(text: str, pos: int, object_key: Callable[[dict[str, Any]], Hashable]
     pos = _skip(text, pos)
     if text.startswith("{", pos):
         out: dict[Any, Any] = {}
-        pos = _skip(text, pos + 1)
-        while not text.startswith("}", pos):
-            if pos >= len(text):
-                raise ValueError("truncated JSON")
+
+        def member(pos: int) -> int:
             key, pos = _value(text, pos, object_key)
             if isinstance(key, dict):
                 key = object_key(key)
@@ -60,27 +58,33 @@ def _value(text: str, pos: int, object_key: Callable[[dict[str, Any]], Hashable]
             if not text.startswith(":", pos):
                 raise ValueError(f"':' expected at {pos}")
             out[key], pos = _value(text, pos + 1, object_key)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-            elif not text.startswith("}", pos):
-                raise ValueError(f"',' or '}}' expected at {pos}")
-        return out, pos + 1
+            return pos
+
+        return out, _items(text, pos + 1, "}", member)
     if text.startswith("[", pos):
         items: list[Any] = []
-        pos = _skip(text, pos + 1)
-        while not text.startswith("]", pos):
-            if pos >= len(text):
-                raise ValueError("truncated JSON")
+
+        def element(pos: int) -> int:
             item, pos = _value(text, pos, object_key)
             items.append(item)
-            pos = _skip(text, pos)
-            if text.startswith(",", pos):
-                pos = _skip(text, pos + 1)
-            elif not text.startswith("]", pos):
-                raise ValueError(f"',' or ']' expected at {pos}")
-        return items, pos + 1
+            return pos
+
+        return items, _items(text, pos + 1, "]", element)
     try:
         return _DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as error:
         raise ValueError(str(error)) from None
+
+
+def _items(text: str, pos: int, close: str, item: Callable[[int], int]) -> int:
+    """Read ``item``s separated by ``,`` from ``pos`` up to ``close``; the position after ``close``."""
+    pos = _skip(text, pos)
+    while not text.startswith(close, pos):
+        if pos >= len(text):
+            raise ValueError("truncated JSON")
+        pos = _skip(text, item(pos))
+        if text.startswith(",", pos):
+            pos = _skip(text, pos + 1)
+        elif not text.startswith(close, pos):
+            raise ValueError(f"',' or '{close}' expected at {pos}")
+    return pos + 1

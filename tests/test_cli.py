@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from rocketspec.cli import main
+from rocketspec.console import display_width, format_table
 from rocketspec.spec import AREAS
-from rocketspec.speccheck import display_width, format_table
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["spec", "--help"], ["spec", "check", "--help"],

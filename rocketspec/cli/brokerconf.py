@@ -9,18 +9,20 @@ the file and, where there is one, the line (``--broker-config FILE line 7: ...``
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import attrs
 
 from rocketspec.cli.errors import UsageError
-from rocketspec.refimpl.broker.config_file import BrokerFile, load_broker_file
-from rocketspec.refimpl.namesrv_config import NamesrvFile, load_namesrv_file
+from rocketspec.refimpl.broker.config_file import load_broker_file
+from rocketspec.refimpl.namesrv_config import load_namesrv_file
 from rocketspec.refimpl.properties import ConfigFileError
 from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, SERVER_CHANNEL_MAX_IDLE_S
 
 BROKER_OPTION = "--broker-config"
 NAMESRV_OPTION = "--namesrv-config"
+T = TypeVar("T")
 
 
 def read_text(option: str, path: str) -> str:
@@ -32,22 +34,15 @@ def read_text(option: str, path: str) -> str:
         raise UsageError(f"{option} {path}: cannot read: {error.strerror or error}") from None
 
 
-def _broker_file(path: str | None) -> BrokerFile | None:
+def load_file(option: str, path: str | None, load: Callable[[str], T]) -> T | None:
+    """The configuration file given to ``option`` read by ``load``, or None when the option was not given; its
+    errors as one line naming the option, the file and the line."""
     if path is None:
         return None
     try:
-        return load_broker_file(read_text(BROKER_OPTION, path))
+        return load(read_text(option, path))
     except ConfigFileError as error:
-        raise UsageError(f"{BROKER_OPTION} {path} {error}") from None
-
-
-def _namesrv_file(path: str | None) -> NamesrvFile | None:
-    if path is None:
-        return None
-    try:
-        return load_namesrv_file(read_text(NAMESRV_OPTION, path))
-    except ConfigFileError as error:
-        raise UsageError(f"{NAMESRV_OPTION} {path} {error}") from None
+        raise UsageError(f"{option} {path} {error}") from None
 
 
 @attrs.frozen
@@ -104,8 +99,8 @@ def _check_port(picked: Sourced, *, zero_is_free: bool) -> Sourced:
 
 def serve_config(args: argparse.Namespace) -> ServeConfig:
     """Merge ``--broker-config`` and ``--namesrv-config`` with the flags (a flag given wins)."""
-    broker = _broker_file(args.broker_config)
-    namesrv = _namesrv_file(args.namesrv_config)
+    broker = load_file(BROKER_OPTION, args.broker_config, load_broker_file)
+    namesrv = load_file(NAMESRV_OPTION, args.namesrv_config, load_namesrv_file)
     bpath, npath = args.broker_config, args.namesrv_config
     options: dict[str, Any] = dict(broker.options) if broker else {}
     flush = args.flush or options.pop("flush", None) or "async"

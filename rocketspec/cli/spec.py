@@ -104,7 +104,8 @@ def cmd_spec_clauses(args: argparse.Namespace) -> int:
 
 
 def cmd_spec_oracles(args: argparse.Namespace) -> int:
-    from rocketspec.speccheck import clause_table, format_table, oracle_reference
+    from rocketspec.console import format_table
+    from rocketspec.speccheck import clause_table, oracle_reference
 
     areas = _areas(args.areas)
     if args.markdown:
