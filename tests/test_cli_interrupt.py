@@ -52,12 +52,14 @@ def _crosshair_children(mark: str, parent: int) -> list[int]:
     return [pid for pid, cmd in _marked(mark).items() if pid != parent and "crosshair" in cmd]
 
 
-def _interrupt(tmp_path: Path, sig: signal.Signals, explore: bool) -> tuple[int, str, float, dict[int, str], list[int]]:
+def _interrupt(tmp_path: Path, sig: signal.Signals, explore: bool,
+               sigint_ignored: bool = False) -> tuple[int, str, float, dict[int, str], list[int]]:
     """Start a check of two areas, one CrossHair process at a time; signal it once CrossHair runs. The exit status,
     stderr, seconds from the signal to the exit, the marked processes left, and the CrossHair pids seen.
 
     With ``explore`` the main thread is then walking rebalance (the longest exploration, many seconds); without,
-    it waits for CrossHair."""
+    it waits for CrossHair. With ``sigint_ignored`` the command starts with SIGINT ignored, as a shell starts a
+    background job (``rocketspec spec check &``)."""
     mark = uuid.uuid4().hex
     # No progress line: on a loaded machine CrossHair may start late, and stderr must hold the one line alone.
     env = {**os.environ, MARK: mark, "ROCKETSPEC_CACHE_DIR": str(tmp_path / "cache"), "ROCKETSPEC_PROGRESS": "0"}
@@ -65,6 +67,7 @@ def _interrupt(tmp_path: Path, sig: signal.Signals, explore: bool) -> tuple[int,
         [sys.executable, "-m", "rocketspec", "spec", "check", "rebalance", "remoting", "--jobs", "1", "--no-cache",
          *([] if explore else ["--no-explore"])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
+        preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None,
     )
     try:
         deadline = time.monotonic() + START_BOUND_S
@@ -96,10 +99,12 @@ def _interrupt(tmp_path: Path, sig: signal.Signals, explore: bool) -> tuple[int,
                 pass
 
 
-@pytest.mark.parametrize(("sig", "status", "explore"), [(signal.SIGINT, 130, True), (signal.SIGTERM, 143, False)])
+@pytest.mark.parametrize(("sig", "status", "explore", "sigint_ignored"),
+                         [(signal.SIGINT, 130, True, False), (signal.SIGTERM, 143, False, False),
+                          (signal.SIGINT, 130, False, True)])
 def test_a_signal_ends_the_check_and_every_crosshair_process(tmp_path: Path, sig: signal.Signals, status: int,
-                                                             explore: bool) -> None:
-    code, err, took, left, seen = _interrupt(tmp_path, sig, explore)
+                                                             explore: bool, sigint_ignored: bool) -> None:
+    code, err, took, left, seen = _interrupt(tmp_path, sig, explore, sigint_ignored)
     assert code == status, err
     assert err.splitlines() == ["rocketspec: interrupted"], err
     assert "Traceback" not in err

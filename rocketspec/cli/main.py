@@ -59,24 +59,29 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` while a command runs (the previous handler is back afterwards: ``main``
-    is also called in-process, by tests). Only the main thread may install a handler; elsewhere nothing changes."""
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` and SIGINT ``KeyboardInterrupt`` while a command runs (the previous
+    handlers are back afterwards: ``main`` is also called in-process, by tests). Only the main
+    thread may install a handler; elsewhere nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # A shell starts a background job (`rocketspec spec check &`) with SIGINT ignored, and Python then leaves it
+    # ignored: `kill -INT` would do nothing for the whole run. SIGINT interrupts every command, however started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        with _sigterm_interrupts():
+        with _signals_interrupt():
             return int(args.handler(args))
     except UsageError as exc:
         print(f"rocketspec: error: {exc}", file=sys.stderr)
