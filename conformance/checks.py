@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from rocketspec.conformance.model import CaseFailed, CaseSkipped
 
@@ -35,7 +35,7 @@ class CaseChecks:
         if actual != expected:
             raise CaseFailed(f"{what} = {expected!r}", f"{what} = {actual!r}")
 
-    def skip(self, reason: str) -> None:
+    def skip(self, reason: str) -> NoReturn:
         raise CaseSkipped(reason)
 
     def remaining(self) -> float:

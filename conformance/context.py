@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import attrs
@@ -106,6 +106,18 @@ class BrokerContext(CaseChecks):
 
     def setting_bool(self, name: str, broker: int = 0) -> bool:
         return self.target.setting_bool(name, broker)
+
+    def broker_where(self, wanted: str, lacks: Callable[[int], str | None]) -> int:
+        """The first master with what the case needs: ``lacks(index)`` is None for it, else why it does not. With
+        none, the case is skipped with every master's reason (``wanted`` names the need). A target whose brokers
+        are configured differently runs cases that need opposite settings, each on the broker that has its own."""
+        reasons = []
+        for index, broker in enumerate(self.brokers):
+            reason = lacks(index)
+            if reason is None:
+                return index
+            reasons.append(reason if len(self.brokers) == 1 else f"{broker.name}: {reason}")
+        self.skip(f"needs {wanted}; {'; '.join(reasons)}")
 
     # ------------------------------------------------------------------------------------------------------ names
     def name(self, kind: str) -> str:

@@ -73,13 +73,16 @@ class Target:
     _lock: threading.Lock = attrs.Factory(threading.Lock)
 
     def setting(self, name: str, broker: int = 0) -> str:
-        """A broker setting (the first master's unless ``broker`` says otherwise), recorded for the report."""
+        """A broker setting (the first master's unless ``broker`` says otherwise), recorded for the report (a
+        setting of broker i > 0 as ``name (broker-b)``)."""
         config = self.brokers[broker].config if broker < len(self.brokers) else {}
         value = config.get(name, DEFAULT_SETTINGS.get(name))
         if value is None:
             raise KeyError(f"the target does not report {name}")
+        # Broker i > 0 of a target whose cases pick a broker by its settings: the report names that broker.
+        key = name if broker == 0 else f"{name} ({self.brokers[broker].name})"
         with self._lock:
-            self.settings_used[name] = value if name in config else f"{value} (4.9.8 default; not reported)"
+            self.settings_used[key] = value if name in config else f"{value} (4.9.8 default; not reported)"
         return value
 
     def setting_int(self, name: str, broker: int = 0) -> int:

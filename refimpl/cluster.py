@@ -27,6 +27,11 @@ brokers register with every one, clients dial the first; ``stop_namesrv(i)`` / `
 ``slaves=1`` gives every master a slave (broker id 1, under the master's name, ``SLAVE_PORT_OFFSET`` ports up),
 started after its master so that the name servers answer it its master's address; ``stop_slave`` / ``start_slave``.
 
+Keyword options of ``BrokerConfig`` (``message_delay_level=``, ``enable_property_filter=``, ...) apply to every
+broker; ``broker_settings=[{...}, {...}]`` gives each broker its own on top of them, one mapping per broker in order
+(as each RocketMQ broker reads its own ``broker.conf``). The run has one delay table, so ``message_delay_level``
+may differ between brokers only by not being given.
+
 ``sinks=[...]`` hands the run's events to what the caller passes (``EventSink``: a trace recorder of
 ``rocketspec.traces``, attached before anything starts and closed with the cluster); ``add_sink`` attaches one later.
 """
@@ -114,6 +119,33 @@ def _enum_option(options: dict[str, Any], name: str, enum_type: type[enum.Enum])
             raise ValueError(f"{name} must be one of {choices}, not {value!r}") from None
 
 
+def delay_table(options: Mapping[str, Any]) -> tuple[int, ...]:
+    """The delay table (ms per level) of a broker with these ``BrokerConfig`` options."""
+    levels = options.get("message_delay_level")
+    return DELAY_LEVEL_MILLIS if levels is None else parse_message_delay_level(levels)
+
+
+def _per_broker(brokers: int, shared: Mapping[str, Any],
+                settings: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
+    """Each broker's own ``BrokerConfig`` options (``broker_settings``), checked: one mapping per broker, known
+    options only, and no second delay table (the run's events are judged by one)."""
+    if settings is None:
+        return [{} for _ in range(brokers)]
+    if isinstance(settings, Mapping) or len(settings) != brokers:
+        raise ValueError(f"broker_settings must hold one mapping per broker ({brokers})")
+    try:
+        own = [_split_options(BrokerConfig, dict(options), "broker") for options in settings]
+    except TypeError as error:  # (as keyword arguments they would be a TypeError; here they are data)
+        raise ValueError(f"broker_settings: {error}") from None
+    for fixed in ("broker_name", "broker_id", "addr"):
+        if any(fixed in options for options in own):
+            raise ValueError(f"broker_settings cannot set {fixed}: the cluster names and addresses its brokers")
+    if len({delay_table({**shared, **options}) for options in own}) > 1:
+        raise ValueError("broker_settings give the brokers different message_delay_level tables; a run has one "
+                         "(its events are judged by it): give every broker the same")
+    return own
+
+
 class Cluster:
     """A name server and ``brokers`` brokers, in-process, on a simulated or real clock."""
 
@@ -136,6 +168,7 @@ class Cluster:
         broker_names: Sequence[str] | None = None,
         name_servers: int = 1,
         slaves: int = 0,
+        broker_settings: Sequence[Mapping[str, Any]] | None = None,
         **broker_options: Any,
     ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
@@ -153,13 +186,12 @@ class Cluster:
         if broker_names is not None and (len(broker_names) != brokers or len(set(broker_names)) != brokers):
             raise ValueError(f"broker_names must name {brokers} distinct brokers: {list(broker_names)}")
         _split_options(BrokerConfig, broker_options, "broker")
+        self._broker_settings = _per_broker(brokers, broker_options, broker_settings)
         # Plain ACL on every broker (aclEnable with this plain_acl.yml); a bad file fails here, before anything runs.
         self.acl: AclConfig | None = load_acl_file(acl) if isinstance(acl, (str, Path)) else acl
-        # Every broker shares broker_options, so the run has one delay table; a recorded trace carries it when it
-        # is not the default (the checkers judge retry delays by it).
-        self.delay_level_millis: tuple[int, ...] = (
-            parse_message_delay_level(broker_options["message_delay_level"])
-            if "message_delay_level" in broker_options else DELAY_LEVEL_MILLIS)
+        # Every broker has the same delay table (_per_broker), so the run has one; a recorded trace carries it when
+        # it is not the default (the checkers judge retry delays by it).
+        self.delay_level_millis: tuple[int, ...] = delay_table({**broker_options, **self._broker_settings[0]})
         # A runtime passed in (a served cluster's, on its socket loop) must keep the clock asked for.
         if runtime is not None and runtime.simulated != (clock == "simulated"):
             raise ValueError(f"the runtime given is not on the {clock} clock")
@@ -276,11 +308,11 @@ class Cluster:
 
     # ------------------------------------------------------------------------------------------------- brokers
     def _broker_config(self, name: str, index: int) -> BrokerConfig:
+        options = {"flush": self._flush, **self._broker_options, **self._broker_settings[index]}
         return BrokerConfig(
             broker_name=name,
             addr=self._broker_addrs[index] if self._broker_addrs else f"127.0.0.1:{DEFAULT_BROKER_PORT + 10 * index}",
-            flush=self._flush,
-            **self._broker_options,
+            **options,
         )
 
     def _start_broker(self, name: str) -> Broker:

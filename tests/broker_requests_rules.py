@@ -360,7 +360,7 @@ class RequestRules:
     @rule(
         key=st.sampled_from(("k1", "uniq", "uniq", "k2", "none")),
         max_num=st.sampled_from((32, 1, 100, -1)),
-        window=st.sampled_from(("all", "first", "recent", "past", "first")),
+        window=st.sampled_from(("all", "first", "recent", "past", "first", "edge")),
         n=st.integers(0, 9),
         other=st.sampled_from((False, False, True)),
     )
@@ -378,11 +378,16 @@ class RequestRules:
             key = (picked.prop(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX) if picked is not None else None) or "U0000"
         now = self.state.now
         first = log[0].store_time if log else now
+        # "edge": the window ends at the picked message's time as the index keeps it (whole seconds after the
+        # index's first entry): BRK-12's bounds are inclusive.
+        indexed = [m for m in self.state.log if m.prop(Property.KEYS) or m.prop(Property.UNIQ_CLIENT_MESSAGE_ID_KEYIDX)]
+        edge = spec.index_time(indexed[0].store_time, picked.store_time) if picked is not None else now
         begin, end = {
             "all": (0, now + 10_000),
             "recent": (now - 2_000, now + 10_000),
             "past": (0, self.boot),
             "first": (0, first),
+            "edge": (0, edge),
         }[window]
         self._admin(spec.QueryMessage(topic, key, max_num, begin, end, unique))
 

@@ -183,6 +183,11 @@ class RetryLockstep(RetryEvents):
         return sum(cr.delay_millis(3 + n, cfg.delay_table) for n in range(cfg.limit)) <= FOREVER_MAX_MS
 
     # ------------------------------------------------------------------------------------------------ listener
+    def _without_context(self, answer: Answer) -> Answer:
+        """``answer`` as a listener without a context gives it: the context's defaults (delay level 0: the broker's
+        3 + reconsumeTimes), and an acknowledgement index it cannot set (a concurrent ACK_BEFORE is a LATER)."""
+        return Answer(Kind.LATER) if answer.kind is Kind.ACK_BEFORE and not self.orderly else Answer(answer.kind)
+
     def _listener(self, msgs: list[Any], context: Any) -> Any:
         """Answer as the plans say; record what was seen (no assertion here: the consumer would swallow it)."""
         assert self.cluster is not None
@@ -193,8 +198,7 @@ class RetryLockstep(RetryEvents):
         chains = [int(m.body[1:]) for m in msgs]
         answers = [self.plans[c].next() if not (self.orderly and queue[0] == cr.RETRY) else OK for c in chains]
         if context is None:  # nothing to set: the answer's context values are the defaults
-            answers = [Answer(Kind.LATER) if a.kind is Kind.ACK_BEFORE and not self.orderly else Answer(a.kind)
-                       for a in answers]
+            answers = [self._without_context(a) for a in answers]
         first = next(((i, a) for i, a in enumerate(answers) if a.kind is not Kind.SUCCESS), None)
         keys = tuple((*queue, m.queue_offset) for m in msgs)
         shown = tuple((c, m.reconsume_times, m.topic, cr.tracked(m.properties))
@@ -245,7 +249,9 @@ class RetryLockstep(RetryEvents):
             fails = [i for i, a in enumerate(answers) if a.kind not in (Kind.SUCCESS, Kind.ACK_BEFORE)]
             return answers[:fails[cfg.limit]] if len(fails) > cfg.limit else answers
         spent = 0
-        for n, answer in enumerate(answers):
+        # A listener without a context sets no delay level: each answer is what _listener makes of it.
+        answered = [self._without_context(a) for a in answers] if self.form is Form.NO_CONTEXT else answers
+        for n, answer in enumerate(answered):
             if answer.kind is Kind.SUCCESS or answer.level < 0 or n >= cfg.limit:
                 break
             spent += cr.delay_millis(answer.level if answer.level > 0 else 3 + n, cfg.delay_table)

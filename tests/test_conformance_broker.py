@@ -20,6 +20,7 @@ from pathlib import Path
 import attrs
 import pytest
 from browser import chromium, layout
+from documented_config import documented_settings
 from realcluster import SERVED_OPTIONS, RealCluster
 
 from rocketspec.cli import main
@@ -121,7 +122,8 @@ def test_every_must_case_passes_on_real_rocketmq(real_rocketmq: RealCluster, tmp
 @pytest.fixture(scope="module")
 def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
     folder = tmp_path_factory.mktemp("conformance-serve")
-    with TracedServer(folder / "trace", fmt="jsonl", brokers=2, **SERVED_OPTIONS) as cluster:  # serve --trace
+    # serve --trace, with the two files docs/conformance.md shows for running every case but the --long ones.
+    with TracedServer(folder / "trace", fmt="jsonl", brokers=2, broker_settings=documented_settings()) as cluster:
         # capsys is function-scoped: capture by hand for this module-wide run.
         buffer = io.StringIO()
         before = listed(cluster.namesrv_addr)
@@ -139,6 +141,15 @@ def served_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SuiteRun]:
 def test_every_must_case_passes_on_serve(served_run: SuiteRun) -> None:
     assert served_run.exit_code == 0, failures(served_run) + "\n" + served_run.output[-4000:]
     assert len(served_run.document["cases"]) == len(BROKER_CASES)
+
+
+# One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
+@pytest.mark.xdist_group("conformance-serve")
+def test_with_the_documented_files_nothing_is_skipped_but_the_long_cases(served_run: SuiteRun) -> None:
+    """docs/conformance.md's two files (broker-b the other way round: SQL92 off, commit-log files it may delete) run
+    every case that needs a setting one way on the broker that has it (issue 29): only the --long ones skip."""
+    skipped = {c["id"]: c.get("detail") for c in served_run.document["cases"] if c["outcome"] == "skipped"}
+    assert set(skipped) == {c.id for c in BROKER_CASES if c.slow}, skipped
 
 
 # One worker runs the served suite once for all the tests that read it (a module fixture runs once per worker).
@@ -238,16 +249,19 @@ def test_html_report_renders_in_a_headless_browser(served_run: SuiteRun, tmp_pat
     assert seen["scroll_width"] <= 1280 and not seen["wide"], seen
 
 
-def test_cases_skipped_under_the_main_settings_pass_where_the_target_allows_them(tmp_path: Path) -> None:
-    """The main runs skip what their settings cannot show (SQL92 switched off, a min offset above 0); a reference
-    broker configured for those cases runs them, and they pass."""
-    options = {**SERVED_OPTIONS, "enable_property_filter": False, "file_reserved_ms": 0, "segment_bytes": 262144}
-    with ServedCluster(brokers=2, **options) as cluster, contextlib.redirect_stdout(io.StringIO()) as out:
-        code = main(["conformance", "broker", "--namesrv", cluster.namesrv_addr, "--json", str(tmp_path / "r.json"),
-                     "--case", "broker/filter/*-disabled", "--case", "broker/pull/offset-too-small"])
+def test_a_case_needing_a_setting_skips_naming_every_brokers_value(tmp_path: Path) -> None:
+    """Where no master has what a case needs, the skip names each master's value; where one has, it runs there."""
+    with ServedCluster(brokers=2, **SERVED_OPTIONS) as cluster, contextlib.redirect_stdout(io.StringIO()) as out:
+        main(["conformance", "broker", "--namesrv", cluster.namesrv_addr, "--json", str(tmp_path / "r.json"),
+              "--case", "broker/filter/sql92-property-filter-disabled", "--case", "broker/pull/offset-too-small"])
     document = json.loads((tmp_path / "r.json").read_text())
-    assert code == 0, out.getvalue()
-    assert [c["outcome"] for c in document["cases"]] == ["passed"] * 3, out.getvalue()
+    details = {c["id"]: (c["outcome"], c["detail"]) for c in document["cases"]}
+    assert details["broker/filter/sql92-property-filter-disabled"] == (
+        "skipped", "needs a master with enablePropertyFilter=false; broker-a: the target reports "
+        "enablePropertyFilter=true: the refusal cannot be seen; broker-b: the target reports "
+        "enablePropertyFilter=true: the refusal cannot be seen"), out.getvalue()
+    outcome, detail = details["broker/pull/offset-too-small"]
+    assert outcome == "skipped" and "broker-a: fileReservedTime=72 (needs 0)" in detail and "broker-b:" in detail
 
 
 def test_a_pull_correction_to_below_the_queues_min_offset_is_caught(tmp_path: Path,

@@ -4,15 +4,17 @@ serve error naming the option behind it, every unknown option reported with its 
 
 from __future__ import annotations
 
-import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from documented_config import documented_files, documented_settings
+from realcluster import free_port_block
 from test_serve_cli import serving
 
-from rocketspec.cli.main import main
+from rocketspec.cli.brokerconf import serve_config
+from rocketspec.cli.main import build_parser, main
 from rocketspec.conformance import requests
 from rocketspec.conformance.broker import BROKER_CASES
 from rocketspec.conformance.context import BrokerContext
@@ -41,14 +43,6 @@ fileReservedTime = 48
 brokerRole = ASYNC_MASTER
 flushDiskType = ASYNC_FLUSH
 """
-
-
-def docs_conf(doc: str) -> str:
-    """The ``--broker-config`` file a document shows (its first ```properties block under "broker-config")."""
-    text = (ROOT / "docs" / doc).read_text(encoding="utf-8")
-    blocks = re.findall(r"```properties\n(.*?)```", text[text.index("--broker-config"):], re.DOTALL)
-    assert blocks, f"docs/{doc} shows no properties block after --broker-config"
-    return str(blocks[0])
 
 
 def error_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -124,11 +118,15 @@ def test_a_key_or_value_the_broker_cannot_take_names_the_line(text: str, message
     assert str(caught.value).startswith(message), caught.value
 
 
-def test_the_documented_conformance_file_sets_what_the_suite_needs() -> None:
+def test_the_documented_conformance_files_set_what_the_suite_needs() -> None:
+    """Both documents show the same two files: short timers on both brokers, broker-b the other way round."""
+    assert documented_files("serve.md")[1:] == documented_files("conformance.md")[1:]
     for doc in ("serve.md", "conformance.md"):
-        assert load_broker_file(docs_conf(doc)).options == {
-            "message_delay_level": " ".join(["1s"] * 18), "transaction_timeout_ms": 1000,
-            "transaction_check_interval_ms": 1000, "transaction_check_max": 3, "enable_property_filter": True}
+        timers = {"message_delay_level": " ".join(["1s"] * 18), "transaction_timeout_ms": 1000,
+                  "transaction_check_interval_ms": 1000, "transaction_check_max": 3}
+        assert documented_settings(doc) == [
+            {**timers, "enable_property_filter": True},
+            {**timers, "enable_property_filter": False, "file_reserved_ms": 0, "segment_bytes": 262144}]
 
 
 # ------------------------------------------------------------------------------------------- the name server's
@@ -155,7 +153,7 @@ def test_the_files_reach_the_servers_and_flags_override_them(tmp_path: Path) -> 
     """GET_BROKER_CONFIG of every broker reports the file's settings, but the flags given; GET_NAMESRV_CONFIG the
     name server file's."""
     broker_conf = tmp_path / "broker.conf"
-    broker_conf.write_text(docs_conf("serve.md") + "flushDiskType=SYNC_FLUSH\nbrokerClusterName=Files\n"
+    broker_conf.write_text(documented_files("serve.md")[0] + "flushDiskType=SYNC_FLUSH\nbrokerClusterName=Files\n"
                            "longPollingEnable=false\nnamesrvAddr=10.0.0.1:9876\n", encoding="latin-1")
     namesrv_conf = tmp_path / "namesrv.properties"
     namesrv_conf.write_text("orderMessageEnable=true\n", encoding="latin-1")
@@ -246,18 +244,72 @@ def test_an_unknown_option_is_reported_with_its_subcommands_usage(argv: tuple[st
 
 
 @pytest.mark.slow
-def test_with_the_documented_file_the_transaction_check_cases_run(tmp_path: Path) -> None:
-    """Against a default serve the check-back cases skip (60 s check interval); with the file of docs/serve.md they
-    run and pass."""
-    conf = tmp_path / "conformance.conf"
-    conf.write_text(docs_conf("serve.md"), encoding="latin-1")
-    case = select(BROKER_CASES, ["broker/transaction/check-on-producer-connection"])
+def test_with_the_documented_files_the_cases_needing_settings_run(tmp_path: Path) -> None:
+    """Against a default serve the check-back cases skip (60 s check interval), and so does the case that needs
+    deletable commit-log files; with the two files of docs/serve.md (one per broker) they run and pass, and so do the
+    SQL92 refusals on the broker that has SQL92 off."""
+    files = []
+    for name, text in zip(("conformance-a.conf", "conformance-b.conf"), documented_files("serve.md"), strict=True):
+        files += ["--broker-config", str(tmp_path / name)]
+        (tmp_path / name).write_text(text, encoding="latin-1")
+    cases = select(BROKER_CASES, ["broker/transaction/check-on-producer-connection", "broker/filter/*-disabled",
+                                  "broker/pull/offset-too-small"])
 
-    def outcome(*args: str) -> Outcome:
-        with serving(*args) as addrs:
+    def outcomes(*args: str) -> dict[str, Outcome]:
+        with serving("--brokers", "2", *args) as addrs:
             target = discover(addrs["namesrv"])
-            [result] = run_cases(case, lambda c, budget: BrokerContext(target, c, budget), 60.0)
-        return result.outcome
+            results = run_cases(cases, lambda c, budget: BrokerContext(target, c, budget), 60.0)
+        return {r.case.id.rsplit("/", 1)[1]: r.outcome for r in results}
 
-    assert outcome() is Outcome.SKIPPED
-    assert outcome("--broker-config", str(conf)) is Outcome.PASSED
+    # RocketMQ's defaults: SQL92 off (the refusals show), 60 s checks, 72 h of files kept.
+    assert outcomes() == {"check-on-producer-connection": Outcome.SKIPPED, "offset-too-small": Outcome.SKIPPED,
+                          "sql92-property-filter-disabled": Outcome.PASSED,
+                          "check-client-config-disabled": Outcome.PASSED}
+    assert set(outcomes(*files).values()) == {Outcome.PASSED}
+
+
+def test_one_file_per_broker_each_broker_reads_its_own(tmp_path: Path) -> None:
+    """``--broker-config`` given once per broker: GET_BROKER_CONFIG of each reports its own file's settings, and
+    each listens on its own file's listenPort."""
+    base = free_port_block(16)
+    ports = [base, base + 13]  # not the --broker-port spacing (+10): each file's own
+    for name, port, on in (("a.conf", ports[0], "true"), ("b.conf", ports[1], "false")):
+        (tmp_path / name).write_text(f"listenPort={port}\nenablePropertyFilter={on}\nmaxMessageSize={port}\n",
+                                     encoding="latin-1")
+    with serving("--brokers", "2", "--broker-config", str(tmp_path / "a.conf"),
+                 "--broker-config", str(tmp_path / "b.conf")) as addrs:
+        target = discover(addrs["namesrv"])
+    assert [b.addr.rsplit(":", 1)[1] for b in target.brokers] == [str(p) for p in ports]
+    assert [(b.config["enablePropertyFilter"], b.config["maxMessageSize"]) for b in target.brokers] == [
+        ("true", str(ports[0])), ("false", str(ports[1]))]
+
+
+def test_per_broker_files_that_cannot_be_served_name_the_files(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    def conf(name: str, text: str) -> str:
+        (tmp_path / name).write_text(text, encoding="latin-1")
+        return str(tmp_path / name)
+
+    plain = conf("plain.conf", "transactionTimeOut=1000\n")
+    fast = conf("fast.conf", "messageDelayLevel=1s 2s\n")
+    port = conf("port.conf", "listenPort=30911\n")
+    acl = conf("acl.conf", "aclEnable=true\n")
+    cases = {
+        ("--brokers", "3", "--broker-config", plain, "--broker-config", plain):
+            "--broker-config is given 2 times for 3 broker(s): give one file for every broker, or one per broker",
+        ("--brokers", "2", "--broker-config", plain, "--broker-config", fast):
+            f"--broker-config files set different messageDelayLevel ({plain} (the default), {fast} line 1)",
+        ("--brokers", "2", "--broker-config", port, "--broker-config", plain):
+            f"--broker-config {port} sets listenPort and {plain} does not",
+        ("--brokers", "2", "--broker-config", port, "--broker-config", port):
+            f"--broker-config {port} line 1: listenPort 30911: another file's broker listens there",
+        ("--brokers", "2", "--acl", acl, "--broker-config", acl, "--broker-config", plain):
+            f"--broker-config {acl} sets aclEnable=true and another file does not",
+    }
+    for args, message in cases.items():
+        line = error_line(capsys, "serve", "--port", "0", *args)
+        assert line.startswith(f"rocketspec: error: {message}"), (args, line)
+    # A flag overrides every file: the delay tables then agree.
+    assert serve_config(build_parser().parse_args(
+        ["serve", "--brokers", "2", "--broker-config", plain, "--broker-config", fast, "--message-delay-level",
+         "3s"])).broker_settings[1]["message_delay_level"] == "3s"

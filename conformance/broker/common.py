@@ -81,12 +81,12 @@ def fill(ctx: BrokerContext, client: WireClient, topic: str, count: int, queue_i
 
 
 def setup(ctx: BrokerContext, queues: int = 1, messages: int = 0, *, group_options: dict[str, Any] | None = None,
-          **topic_options: object) -> tuple[WireClient, str, str]:
-    """A connection to the first master, a new topic there with ``messages`` messages in queue 0, and a group
-    (``ctx.group(**group_options)``)."""
-    topic = ctx.topic(queues, brokers=[0], wait_route=False, **topic_options)  # type: ignore[arg-type]
+          broker: int = 0, **topic_options: object) -> tuple[WireClient, str, str]:
+    """A connection to a master (the first unless ``broker`` says otherwise), a new topic there with ``messages``
+    messages in queue 0, and a group (``ctx.group(**group_options)``)."""
+    topic = ctx.topic(queues, brokers=[broker], wait_route=False, **topic_options)  # type: ignore[arg-type]
     group = ctx.group(**(group_options or {}))
-    client = ctx.broker(0)
+    client = ctx.broker(broker)
     fill(ctx, client, topic, messages)
     return client, topic, group
 

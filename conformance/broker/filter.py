@@ -4,7 +4,8 @@ A tag subscription ('*', 'a', 'a || b') is matched against each consume-queue en
 FILTER-2); an SQL92 one against each stored message's properties, a message kept only when the expression is TRUE
 (FILTER-16). A pull carrying its subscription compiles an SQL92 expression for that pull only (FILTER-19); one
 without relies on the group's registered subscription and filter data (FILTER-20). SQL92 needs
-enablePropertyFilter (FILTER-17, FILTER-21): cases that need it are skipped, with the reason, on a target without.
+enablePropertyFilter (FILTER-17, FILTER-21): each case that needs it on (or off, to see the refusal) runs on the first
+master that has it so, and is skipped, with the reason, on a target with none.
 Tag hash-code collisions are the send area's (BRK-9).
 """
 
@@ -44,9 +45,18 @@ def send_sql_messages(ctx: BrokerContext, client: WireClient, topic: str) -> Non
     dispatched(ctx, client, topic, 0, len(SQL_MESSAGES))
 
 
-def need_property_filter(ctx: BrokerContext) -> None:
-    if not ctx.setting_bool("enablePropertyFilter"):
-        ctx.skip("the target reports enablePropertyFilter=false: SQL92 filtering is off (FILTER-21)")
+def property_filter_broker(ctx: BrokerContext, enabled: bool = True) -> int:
+    """The first master whose enablePropertyFilter is ``enabled`` (SQL92 served, or refused: FILTER-21); the case
+    is skipped when no master has it."""
+    wanted = "true" if enabled else "false"
+
+    def lacks(index: int) -> str | None:
+        if ctx.setting_bool("enablePropertyFilter", index) == enabled:
+            return None
+        return f"the target reports enablePropertyFilter={'false' if enabled else 'true'}" + (
+            ": SQL92 filtering is off (FILTER-21)" if enabled else ": the refusal cannot be seen")
+
+    return ctx.broker_where(f"a master with enablePropertyFilter={wanted}", lacks)
 
 
 def sql_pull(group: str, topic: str, expression: str, **options: object) -> RemotingCommand:
@@ -126,8 +136,8 @@ def tag_no_match_remark(ctx: BrokerContext) -> None:
 def sql92_match(ctx: BrokerContext) -> None:
     """FILTER-19: the expression is compiled for this pull; FILTER-16: kept only when evaluation is TRUE — a
     missing property (null) and 'abc' > 5 (a conversion error) are no match."""
-    need_property_filter(ctx)
-    client, topic, group = setup(ctx)
+    broker = property_filter_broker(ctx)
+    client, topic, group = setup(ctx, broker=broker)
     send_sql_messages(ctx, client, topic)
     answer = client.request(sql_pull(group, topic, SQL_EXPRESSION))
     ctx.expect_code(answer, ResponseCode.SUCCESS, f"PULL_MESSAGE SQL92 {SQL_EXPRESSION!r}")
@@ -140,8 +150,8 @@ def sql92_match(ctx: BrokerContext) -> None:
                         "past the messages")
 def sql92_no_match(ctx: BrokerContext) -> None:
     """FILTER-16 + PULL-9: every message filtered out → NO_MATCHED_MESSAGE → PULL_RETRY_IMMEDIATELY."""
-    need_property_filter(ctx)
-    client, topic, group = setup(ctx)
+    broker = property_filter_broker(ctx)
+    client, topic, group = setup(ctx, broker=broker)
     send_sql_messages(ctx, client, topic)
     answer = client.request(sql_pull(group, topic, "a = 'nothing' OR b IS NOT NULL"))
     ctx.expect_code(answer, ResponseCode.PULL_RETRY_IMMEDIATELY, "PULL_MESSAGE SQL92 matching nothing")
@@ -164,8 +174,8 @@ def sql92_not_compiling(ctx: BrokerContext) -> None:
     """FILTER-19: compiled for this pull only; 'a >' is a compile error (FILTER-8), and without compiled filter data
     nothing is filtered (FILTER-16). An
     unknown expression type has no filter (FILTER-4) and likewise filters nothing."""
-    need_property_filter(ctx)
-    client, topic, group = setup(ctx)
+    broker = property_filter_broker(ctx)
+    client, topic, group = setup(ctx, broker=broker)
     send_sql_messages(ctx, client, topic)
     every = [body for body, _ in SQL_MESSAGES]
     answer = client.request(sql_pull(group, topic, "a >"))
@@ -182,8 +192,8 @@ def sql92_not_compiling(ctx: BrokerContext) -> None:
 def sql92_registered(ctx: BrokerContext) -> None:
     """FILTER-18: a heartbeat registers the group's compiled expression; FILTER-20: a pull without the
     subscription bit uses it."""
-    need_property_filter(ctx)
-    client, topic, group = setup(ctx)
+    broker = property_filter_broker(ctx)
+    client, topic, group = setup(ctx, broker=broker)
     send_sql_messages(ctx, client, topic)
     version = requests.now_ms()
     subscription = requests.subscription_json(topic, SQL_EXPRESSION, EXPRESSION_TYPE_SQL92, version)
@@ -213,9 +223,8 @@ def sql92_filter_data_not_exist(ctx: BrokerContext) -> None:
                         "support consumer to filter message by SQL92'")
 def sql92_property_filter_disabled(ctx: BrokerContext) -> None:
     """FILTER-21: a non-tag subscription needs enablePropertyFilter."""
-    if ctx.setting_bool("enablePropertyFilter"):
-        ctx.skip("the target reports enablePropertyFilter=true: the refusal cannot be seen")
-    client, topic, group = setup(ctx, messages=1)
+    broker = property_filter_broker(ctx, enabled=False)
+    client, topic, group = setup(ctx, messages=1, broker=broker)
     answer = client.request(sql_pull(group, topic, SQL_EXPRESSION))
     ctx.expect_code(answer, ResponseCode.SYSTEM_ERROR, "PULL_MESSAGE SQL92 without enablePropertyFilter")
     expected = f"The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"
@@ -241,10 +250,10 @@ def check_client_config_tag(ctx: BrokerContext) -> None:
                         "compiles, SUBSCRIPTION_PARSE_FAILED for one that does not or an unknown type")
 def check_client_config_sql92(ctx: BrokerContext) -> None:
     """FILTER-17: the expression is compiled by the type's filter; the compile error is the remark."""
-    need_property_filter(ctx)
+    broker = property_filter_broker(ctx)
     topic = ctx.name("topic")
     group = ctx.group(create=False)
-    client = ctx.broker(0)
+    client = ctx.broker(broker)
     checks = [("a > 5 AND b IN ('x', 'y')", EXPRESSION_TYPE_SQL92, ResponseCode.SUCCESS),
               ("a >", EXPRESSION_TYPE_SQL92, ResponseCode.SUBSCRIPTION_PARSE_FAILED),
               ("a > 5", "XPATH", ResponseCode.SUBSCRIPTION_PARSE_FAILED)]
@@ -261,10 +270,9 @@ def check_client_config_sql92(ctx: BrokerContext) -> None:
                         "subscription")
 def check_client_config_disabled(ctx: BrokerContext) -> None:
     """FILTER-17: 'The broker does not support consumer to filter message by SQL92'."""
-    if ctx.setting_bool("enablePropertyFilter"):
-        ctx.skip("the target reports enablePropertyFilter=true: the refusal cannot be seen")
+    broker = property_filter_broker(ctx, enabled=False)
     group = ctx.group(create=False)
-    answer = ctx.broker(0).request(requests.check_client_config(
+    answer = ctx.broker(broker).request(requests.check_client_config(
         group, requests.subscription_json(ctx.name("topic"), SQL_EXPRESSION, EXPRESSION_TYPE_SQL92)))
     ctx.expect_code(answer, ResponseCode.SYSTEM_ERROR, "CHECK_CLIENT_CONFIG SQL92 without enablePropertyFilter")
     expected = f"The broker does not support consumer to filter message by {EXPRESSION_TYPE_SQL92}"
@@ -303,8 +311,8 @@ SEMANTICS_SELECTORS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 def _semantics_case(name: str, clauses: tuple[str, ...], selectors: tuple[str, ...]) -> None:
     def run(ctx: BrokerContext) -> None:
-        need_property_filter(ctx)
-        client, topic, group = setup(ctx)
+        broker = property_filter_broker(ctx)
+        client, topic, group = setup(ctx, broker=broker)
         for body, props in SEMANTICS_MESSAGES:
             ctx.send(client, topic, body, 0, properties=requests.message_properties(extra=props))
         dispatched(ctx, client, topic, 0, len(SEMANTICS_MESSAGES))

@@ -215,14 +215,20 @@ def offset_too_small(ctx: BrokerContext) -> None:
 
     A min offset above 0 exists only once the queue's first commit-log file is deleted. The case writes past one
     commit-log file, asks DELETE_EXPIRED_COMMITLOG and waits (bounded by cleanResourceInterval) for the min offset
-    to move: it needs fileReservedTime=0 and mappedFileSizeCommitLog ≤ 4 MiB, and deletes the broker's old files
-    (4.9.8's store cleans first 60 s after start, then every cleanResourceInterval)."""
-    reserved = ctx.setting_int("fileReservedTime")
-    file_size = ctx.setting_int("mappedFileSizeCommitLog")
-    if reserved != 0 or file_size > DELETABLE_FILE_MAX_BYTES:
-        ctx.skip(f"a min offset above 0 needs deleted commit-log files: fileReservedTime={reserved} (needs 0), "
-                 f"mappedFileSizeCommitLog={file_size} (needs ≤ {DELETABLE_FILE_MAX_BYTES})")
-    client, topic, group = setup(ctx)
+    to move: it runs on the first master with fileReservedTime=0 and mappedFileSizeCommitLog ≤ 4 MiB, and deletes that
+    broker's old files (4.9.8's store cleans first 60 s after start, then every cleanResourceInterval)."""
+
+    def lacks(index: int) -> str | None:
+        reserved = ctx.setting_int("fileReservedTime", index)
+        size = ctx.setting_int("mappedFileSizeCommitLog", index)
+        if reserved == 0 and size <= DELETABLE_FILE_MAX_BYTES:
+            return None
+        return f"fileReservedTime={reserved} (needs 0), mappedFileSizeCommitLog={size} (needs ≤ " \
+               f"{DELETABLE_FILE_MAX_BYTES})"
+
+    broker = ctx.broker_where("deleted commit-log files for a min offset above 0", lacks)
+    file_size = ctx.setting_int("mappedFileSizeCommitLog", broker)
+    client, topic, group = setup(ctx, broker=broker)
     chunk = b"x" * 64 * 1024
     sent = 0
     # Past the end of the file holding the first message, plus one message in the next-but-one file.
@@ -230,7 +236,7 @@ def offset_too_small(ctx: BrokerContext) -> None:
         ctx.send(client, topic, chunk, 0)
         sent += 1
     dispatched(ctx, client, topic, 0, sent)
-    interval = ctx.setting_int("cleanResourceInterval")
+    interval = ctx.setting_int("cleanResourceInterval", broker)
 
     def min_moved() -> int:
         client.request(RemotingCommand.request(RequestCode.DELETE_EXPIRED_COMMITLOG))

@@ -26,7 +26,6 @@ from rocketspec.spec.protocol import DEFAULT_NAMESRV_PORT, SERVER_CHANNEL_MAX_ID
 from rocketspec.traces.recording import FORMATS
 
 if TYPE_CHECKING:  # (the module itself is loaded when serve runs: start-up time)
-    from rocketspec.cli.brokerconf import Sourced
     from rocketspec.refimpl.served import ServedCluster
 
 SEND_MODES = ("SYNC", "ASYNC")
@@ -58,18 +57,6 @@ def _check_trace_dir(path: str | None, force: bool, option: str = "--trace") -> 
         writable_dir(option, path, force=force, empty=True)
 
 
-def _broker_ports(picked: Sourced, brokers: int) -> list[int] | None:
-    """``--broker-port P`` (or a config file's ``listenPort``): broker i listens on P + 10 i (and on that port - 2,
-    the VIP channel); None: free ports."""
-    if picked.value is None:
-        return None
-    ports = [picked.value + 10 * i for i in range(brokers)]
-    if ports[0] < 3 or ports[-1] > 65535:
-        raise UsageError(f"{picked.source} leaves no room for {brokers} broker(s) "
-                         f"(ports {ports[0]}..{ports[-1]}, each with its port - 2)")
-    return ports
-
-
 def _file_error(option: str, path: str, error: ValueError) -> UsageError:
     """A fault or ACL file's error, naming the option (the library's message names the file already)."""
     return UsageError(f"{option} {path}: {str(error).replace(f' file {path}', ' file')}")
@@ -98,9 +85,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     bindable_host(args.host)
     resolvable(config.advertise_host.source, config.advertise_host.value)
     free_port(config.port.source, args.host, config.port.value)
-    broker_ports = _broker_ports(config.broker_port, args.brokers)
+    broker_ports = config.broker_ports
     if broker_ports is not None:
-        free_broker_ports(config.broker_port.source, args.host, broker_ports)
+        free_broker_ports(config.broker_ports_source, args.host, broker_ports)
     try:
         faults = load_fault_file(args.faults) if args.faults else None
     except ValueError as error:
@@ -121,13 +108,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             port=config.port.value,
             advertise_host=config.advertise_host.value,
             data_dir=args.data_dir,
-            flush=config.flush,
             # (mypy cannot see that these keys are not TracedServer's own str parameters: they go to **options)
             **({"broker_ports": broker_ports} if broker_ports else {}),  # type: ignore[arg-type]
             faults=faults,
             limits=ServerLimits(idle_close_s=config.idle_close.value, max_connections=args.max_connections,
                                 buffer_limit_bytes=args.buffer_limit * MIB),
-            **config.broker_options,
+            broker_settings=config.broker_settings,
             acl=acl,
         )
     except ValueError as error:  # a bad send mode or trace dir, a setting a broker refuses
@@ -227,10 +213,11 @@ def add_parsers(commands: Any) -> None:
     serve.add_argument("--acl", metavar="FILE",
                        help="plain ACL as RocketMQ's aclEnable: a plain_acl.yml of accounts and white addresses; "
                             "brokers check every request, the name server its changing ones (docs/serve.md)")
-    serve.add_argument("--broker-config", metavar="FILE",
+    serve.add_argument("--broker-config", metavar="FILE", action="append",
                        help="a RocketMQ broker.conf (Java properties) applied to every broker: messageDelayLevel, "
                             "transactionTimeOut, transactionCheckInterval, enablePropertyFilter, flushDiskType, ... "
-                            "(docs/serve.md lists what is taken, ignored or refused); a flag given overrides it")
+                            "(docs/serve.md lists what is taken, ignored or refused); given once per broker (as "
+                            "many times as --brokers), the Nth file is the Nth broker's; a flag given overrides it")
     serve.add_argument("--namesrv-config", metavar="FILE",
                        help="a RocketMQ name server configuration file (NamesrvConfig and NettyServerConfig "
                             "properties: listenPort, orderMessageEnable, ...); a flag given overrides it")
