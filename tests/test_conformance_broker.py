@@ -264,6 +264,7 @@ def test_a_case_needing_a_setting_skips_naming_every_brokers_value(tmp_path: Pat
     assert outcome == "skipped" and "broker-a: fileReservedTime=72 (needs 0)" in detail and "broker-b:" in detail
 
 
+@pytest.mark.slow  # (10 s: it waits for a commit-log file to be deleted)
 def test_a_pull_correction_to_below_the_queues_min_offset_is_caught(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """Broken PULL-3: OFFSET_TOO_SMALL answers PULL_OFFSET_MOVED with nextBeginOffset and minOffset both at the

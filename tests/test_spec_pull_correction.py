@@ -730,6 +730,7 @@ def _violated(mod: object, max_states: int = 20_000, **bounds: object) -> set[st
     return {v.invariant for v in result.violations}
 
 
+@pytest.mark.slow  # (8-10 s each: the README's test command stays under 8 minutes)
 def test_mutant_too_small_corrected_to_zero() -> None:
     mod = mutant(pc, "GetMessageStatus.OFFSET_TOO_SMALL, corrected(min_offset))",
                  "GetMessageStatus.OFFSET_TOO_SMALL, corrected(0))")
@@ -737,6 +738,7 @@ def test_mutant_too_small_corrected_to_zero() -> None:
     assert "PULL-3" in _failed(mod)
 
 
+@pytest.mark.slow  # (8-10 s each: the README's test command stays under 8 minutes)
 def test_mutant_too_small_corrected_to_max() -> None:
     mod = mutant(pc, "GetMessageStatus.OFFSET_TOO_SMALL, corrected(min_offset))",
                  "GetMessageStatus.OFFSET_TOO_SMALL, corrected(max_offset))")
@@ -751,6 +753,7 @@ def test_mutant_overflow_one_moved() -> None:
     assert "PULL-26" in _failed(mod)
 
 
+@pytest.mark.slow  # (8-10 s each: the README's test command stays under 8 minutes)
 def test_mutant_new_overflow_badly_rule_on_4_9_3() -> None:
     mod = mutant(pc, "if min_offset == 0 and profile < V4_9_4:",
                  'if min_offset == 0 and profile < VersionProfile.of("4.9.0"):')
@@ -764,6 +767,7 @@ def test_mutant_old_overflow_badly_rule_on_4_9_8() -> None:
     assert "PULL-5" in _failed(mod, profile=V4_9_8)
 
 
+@pytest.mark.slow  # (8-10 s each: the README's test command stays under 8 minutes)
 def test_mutant_offset_illegal_stored_increase_only() -> None:
     mod = mutant(pc, "drop=True, fix=OffsetUpdate(next_begin_offset, False)",
                  "drop=True, fix=OffsetUpdate(next_begin_offset, True)")
@@ -824,6 +828,7 @@ def test_mutant_poll_takes_the_newest_request() -> None:
     assert "PULL-34" in _failed(mod, lite=True)
 
 
+@pytest.mark.slow  # (8-10 s each: the README's test command stays under 8 minutes)
 def test_mutant_seek_keeps_the_cache() -> None:
     mod = mutant(pc, "    return attrs.evolve(state, cache=tuple(r for r in state.cache if r[0] != q))",
                  "    return state")
